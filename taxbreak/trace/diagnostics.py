@@ -1,0 +1,89 @@
+"""Recoverable oddities, counted per code and shown once with a count.
+
+A reader or analysis never drops data silently: every event it cannot place in
+a table, every clamp and every unmatched link adds to a diagnostic here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+INFO = "info"
+DATA_LOSS = "data_loss"  # an input event did not reach any table
+WARNING = "warning"  # data kept but altered or unlinked
+
+DIAGNOSTIC_CODES: dict[str, tuple[str, str]] = {
+    # code: (severity, meaning)
+    "event.missing_dur": (WARNING, "complete event without dur; duration taken as 0"),
+    "event.negative_dur": (WARNING, "negative duration clamped to 0"),
+    "event.missing_field": (DATA_LOSS, "event without ts/ph/name; skipped"),
+    "event.wrong_type": (DATA_LOSS, "event field with the wrong JSON type; skipped"),
+    "event.unknown_category": (DATA_LOSS, "event of a category taxbreak does not model; skipped"),
+    "event.instant": (INFO, "instant event (memory, iteration marks); not modelled"),
+    "event.unsupported_phase": (DATA_LOSS, "event with a ph value other than X/i/M/s/f/t/B/E; skipped"),
+    "event.unbalanced": (DATA_LOSS, "B/E pair without its partner; skipped"),
+    "event.metadata": (INFO, "M metadata event, folded into TraceMeta"),
+    "trace.truncated": (DATA_LOSS, "truncated tail dropped (--allow-truncated)"),
+    "trace.no_device_info": (INFO, "no deviceProperties / TARGET_INFO_GPU; device names unknown"),
+    "nsys.duplicate_launch": (INFO, "duplicate launch row of schema 2.x removed"),
+    "nsys.missing_table": (INFO, "an optional Nsight table is absent"),
+    "nsys.empty_range": (INFO, "NVTX mark or range without an end; skipped"),
+    "link.orphan_kernel": (WARNING, "device activity whose launch call is not in the trace"),
+    "link.orphan_launch": (WARNING, "launch call whose device activity is not in the trace"),
+    "link.no_op": (WARNING, "launch call outside any ATen op"),
+    "link.no_torch_op": (INFO, "ATen op without an enclosing Python frame or torch-level op"),
+    "decompose.t_py_unmeasured": (INFO, "trace has no Python frames or torch-level ops; T_py not measured"),
+    "decompose.negative_interval": (WARNING, "a component interval was negative and clamped to 0"),
+    "decompose.no_steps": (INFO, "no step markers; the whole trace is one step"),
+    "decompose.graph_launch": (INFO, "kernels replayed from a CUDA graph share one launch"),
+}
+
+
+@dataclass
+class Diagnostic:
+    code: str
+    count: int
+    example: str
+    severity: str
+
+
+@dataclass
+class Diagnostics:
+    """Counts per code, with the first example message of each."""
+
+    items: dict[str, Diagnostic] = field(default_factory=dict)
+
+    def add(self, code: str, count: int = 1, example: str = "") -> None:
+        if count <= 0:
+            return
+        severity = DIAGNOSTIC_CODES.get(code, (WARNING, ""))[0]
+        found = self.items.get(code)
+        if found is None:
+            self.items[code] = Diagnostic(code, int(count), example, severity)
+        else:
+            found.count += int(count)
+            if not found.example:
+                found.example = example
+
+    def count(self, code: str) -> int:
+        found = self.items.get(code)
+        return found.count if found else 0
+
+    def merge(self, other: "Diagnostics") -> None:
+        for diag in other.items.values():
+            self.add(diag.code, diag.count, diag.example)
+
+    def as_dict(self) -> dict[str, dict]:
+        return {
+            code: {"count": d.count, "severity": d.severity, "example": d.example}
+            for code, d in sorted(self.items.items())
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, dict]) -> "Diagnostics":
+        diags = cls()
+        for code, d in data.items():
+            diags.add(code, d["count"], d.get("example", ""))
+        return diags
+
+    def __len__(self) -> int:
+        return len(self.items)

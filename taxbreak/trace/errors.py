@@ -1,0 +1,112 @@
+"""Typed errors with stable codes.
+
+Every fatal problem raises a subclass of :class:`TaxbreakError` carrying a
+stable ``code`` (``json.truncated``), the ``path``, a ``location`` (byte
+offset, event index, table row, TOML key) and a ``hint``. The CLI maps them to
+one line on stderr and an exit code in one place (``taxbreak/cli/errors.py``):
+1 for bad input, 2 for usage errors.
+
+Codes are listed in :data:`ERROR_CODES`; tests check that every raised code is
+registered there and documented in docs/trace-model.md.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ERROR_CODES: dict[str, str] = {
+    # input files
+    "input.not_found": "the path does not exist",
+    "input.empty": "the file is empty",
+    "input.unreadable": "the file cannot be read (permissions, a directory, I/O error)",
+    "format.unknown": "the content is neither Kineto JSON nor an Nsight Systems export",
+    # Kineto JSON
+    "gzip.truncated": "a gzip stream ends early or is corrupt",
+    "json.invalid": "the content is not valid JSON",
+    "json.truncated": "the JSON ends before the trace is complete",
+    "json.encoding": "the bytes are not valid UTF-8",
+    "kineto.no_events": "a JSON object without a traceEvents list",
+    "kineto.wrong_type": "a field has the wrong JSON type (for example traceEvents is not a list)",
+    # Nsight Systems
+    "nsys.not_an_export": "an SQLite file that is not an Nsight Systems export",
+    "nsys.corrupt": "an SQLite file that cannot be read",
+    "nsys.not_installed": "an .nsys-rep needs the nsys CLI to export it, and nsys is not on PATH",
+    "nsys.export_failed": "nsys export failed",
+    # analysis / usage
+    "usage.invalid": "invalid option or argument",
+    "usage.step_pattern": "the --step-pattern regex does not compile",
+    "budget.malformed": "the budget TOML cannot be parsed or a limit is not a valid comparison",
+    "budget.unknown_metric": "a budget names a metric that the summary does not have",
+    "run.not_a_run": "the directory is neither a run directory nor a folder of traces",
+    "run.no_traces": "a directory with no trace files",
+    # capture / device
+    "model.unknown": "an unknown model preset",
+    "model.hf_unavailable": "hf:PATH needs the optional transformers package",
+    "model.invalid": "a model configuration that cannot be built",
+    "device.unavailable": "the command needs a CUDA device and none is present",
+    "device.driver": "the CUDA driver API returned an error",
+    "capture.nsys_missing": "--backend nsys needs nsys on PATH",
+    "capture.failed": "the profiled workload failed",
+    "replay.unsupported": "the op cannot be rebuilt from recorded shapes",
+    "cache.corrupt": "a cache entry cannot be read",
+}
+
+
+@dataclass
+class TaxbreakError(Exception):
+    """Base of all fatal errors. ``exit_code`` 1 = bad input, 2 = usage."""
+
+    code: str
+    message: str
+    path: str | None = None
+    location: str | None = None
+    hint: str | None = None
+
+    exit_code = 1
+
+    def __post_init__(self) -> None:
+        super().__init__(self.one_line())
+
+    def one_line(self) -> str:
+        """``error[code]: path: message (location)`` without the hint."""
+        where = f"{self.path}: " if self.path else ""
+        loc = f" ({self.location})" if self.location else ""
+        return f"error[{self.code}]: {where}{self.message}{loc}"
+
+    def __str__(self) -> str:  # dataclass would otherwise print fields
+        return self.one_line()
+
+
+class TraceNotFoundError(TaxbreakError):
+    """The input path does not exist or cannot be read."""
+
+
+class TraceFormatError(TaxbreakError):
+    """The input exists but is malformed (truncated, wrong types, not UTF-8)."""
+
+
+class UnsupportedFormatError(TaxbreakError):
+    """The input is not a format taxbreak reads."""
+
+
+class ToolMissingError(TaxbreakError):
+    """An external tool (nsys) or optional package is needed but absent."""
+
+
+class DeviceUnavailableError(TaxbreakError):
+    """The command needs a CUDA device and none is present."""
+
+
+class CaptureError(TaxbreakError):
+    """The profiled workload could not be built or run."""
+
+
+class BudgetError(TaxbreakError):
+    """A budget file is malformed or names an unknown metric (exit 2)."""
+
+    exit_code = 2
+
+
+class UsageError(TaxbreakError):
+    """Invalid options or arguments (exit 2)."""
+
+    exit_code = 2

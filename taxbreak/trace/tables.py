@@ -1,0 +1,98 @@
+"""`TraceTables`: the five canonical tables plus metadata and diagnostics."""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .diagnostics import Diagnostics
+from .schema import SCHEMAS, TABLE_NAMES, conform, empty_table
+
+META_FILE = "trace_meta.json"
+
+
+@dataclass
+class TraceMeta:
+    """What a trace says about itself.
+
+    ``origin_ns`` is the absolute time (ns) of the trace's zero: Kineto's
+    ``baseTimeNanoseconds`` or the first epoch timestamp of an old trace;
+    Nsight's session start in UTC epoch ns when known. ``time_base`` says which
+    (``kineto_relative`` | ``kineto_epoch_us`` | ``nsys_session``).
+    ``event_counts`` is the accounting of input events: how many went to each
+    table, to metadata, and to diagnostics (``dropped``); their sum equals
+    ``input_events``.
+    """
+
+    source_format: str = ""  # "kineto" | "nsys"
+    format_version: str = ""  # Kineto schemaVersion, Nsight EXPORT_SCHEMA_VERSION
+    producer_version: str = ""  # Nsight product version, CUPTI version, ...
+    path: str = ""
+    origin_ns: int | None = None
+    time_base: str = ""
+    devices: list[dict] = field(default_factory=list)  # [{"id": 0, "name": "NVIDIA H100", ...}]
+    process_names: dict[str, str] = field(default_factory=dict)  # str(pid) -> name
+    thread_names: dict[str, str] = field(default_factory=dict)  # "pid:tid" -> name
+    rank: int | None = None
+    extra: dict = field(default_factory=dict)  # versions, distributedInfo, profiler flags
+    input_events: int = 0
+    event_counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def device_names(self) -> list[str]:
+        return [str(d.get("name", "")) for d in self.devices if d.get("name")]
+
+
+@dataclass
+class TraceTables:
+    """The canonical tables of one trace. Every table has the schema in
+    :mod:`taxbreak.trace.schema`; times are int64 ns from the trace origin."""
+
+    host_events: pa.Table = field(default_factory=lambda: empty_table("host_events"))
+    api_calls: pa.Table = field(default_factory=lambda: empty_table("api_calls"))
+    device_activities: pa.Table = field(default_factory=lambda: empty_table("device_activities"))
+    ranges: pa.Table = field(default_factory=lambda: empty_table("ranges"))
+    flows: pa.Table = field(default_factory=lambda: empty_table("flows"))
+    meta: TraceMeta = field(default_factory=TraceMeta)
+    diagnostics: Diagnostics = field(default_factory=Diagnostics)
+
+    def table(self, name: str) -> pa.Table:
+        return getattr(self, name)
+
+    def counts(self) -> dict[str, int]:
+        return {name: self.table(name).num_rows for name in TABLE_NAMES}
+
+    def validate(self) -> None:
+        """Conform every table to its canonical schema (raises KeyError on a missing column)."""
+        for name in TABLE_NAMES:
+            setattr(self, name, conform(name, self.table(name)))
+
+    def to_parquet(self, out_dir: str | Path) -> list[Path]:
+        """Write one Parquet file per table plus ``trace_meta.json``."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        written = []
+        for name in TABLE_NAMES:
+            path = out / f"{name}.parquet"
+            pq.write_table(self.table(name), path, compression="zstd")
+            written.append(path)
+        meta = {"meta": asdict(self.meta), "diagnostics": self.diagnostics.as_dict()}
+        (out / META_FILE).write_text(json.dumps(meta, indent=1, sort_keys=True))
+        written.append(out / META_FILE)
+        return written
+
+    @classmethod
+    def from_parquet(cls, in_dir: str | Path) -> "TraceTables":
+        """Read tables written by :meth:`to_parquet`."""
+        src = Path(in_dir)
+        tables = {
+            name: conform(name, pq.read_table(src / f"{name}.parquet", schema=SCHEMAS[name]))
+            for name in TABLE_NAMES
+        }
+        saved = json.loads((src / META_FILE).read_text())
+        meta = TraceMeta(**saved["meta"])
+        diags = Diagnostics.from_dict(saved.get("diagnostics", {}))
+        return cls(**tables, meta=meta, diagnostics=diags)
