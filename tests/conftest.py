@@ -1,0 +1,31 @@
+"""Shared fixtures. Real traces from public projects live in ../shared/traces
+(next to the repository); they are read in place, never copied."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_TRACES = Path(os.environ.get("TAXBREAK_SHARED_TRACES", REPO_ROOT.parent / "shared" / "traces"))
+
+
+def shared_trace_paths(suffixes=(".json", ".json.gz", ".sqlite")) -> list[Path]:
+    """Every real trace under ../shared/traces with one of ``suffixes``."""
+    if not SHARED_TRACES.is_dir():
+        return []
+    return sorted(p for p in SHARED_TRACES.rglob("*") if p.is_file() and p.name.endswith(tuple(suffixes)))
+
+
+@pytest.fixture(scope="session")
+def shared_traces() -> Path:
+    if not SHARED_TRACES.is_dir():
+        pytest.fail(f"real traces expected at {SHARED_TRACES}")
+    return SHARED_TRACES
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory, monkeypatch):
+    """Each test gets its own cache dir so floor/parse caches never leak between tests."""
+    monkeypatch.setenv("TAXBREAK_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
