@@ -24,6 +24,7 @@ _COMMANDS = [
     ("taxbreak.cli.gpu", "replay"),
     ("taxbreak.cli.sweep", "sweep"),
     ("taxbreak.cli.sweep", "whatif"),
+    ("taxbreak.cli.cache", "cache"),
 ]
 
 

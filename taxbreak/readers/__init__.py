@@ -1,0 +1,51 @@
+"""Trace readers: every supported format into the canonical :class:`TraceTables`.
+
+``load_trace(path)`` is the entry point: it resolves a run directory to its
+trace and parses it; ``parse_trace`` detects the format from the content
+(:mod:`taxbreak.readers.detect`) and dispatches to one reader. The parse cache
+(:mod:`taxbreak.readers.cache`) wraps ``parse_trace``; nothing else changes.
+"""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from ..trace.tables import TraceTables
+from .cache import cached_load
+from .detect import KINETO, NSYS_REP, NSYS_SQLITE, TraceFormat, detect_format, resolve_trace_path
+from .kineto import read_kineto
+
+__all__ = ["TraceFormat", "detect_format", "load_trace", "parse_trace", "read_kineto", "resolve_trace_path"]
+
+
+def load_trace(path: str | Path, *, allow_truncated: bool = False, use_cache: bool | None = None) -> TraceTables:
+    """Read a trace file or a run directory into canonical tables.
+
+    Args:
+        path: a Kineto ``.json``/``.json.gz``, an Nsight ``.sqlite`` export, an
+            ``.nsys-rep`` report, or a run directory (``manifest.json`` + trace).
+        allow_truncated: keep the complete events of a truncated Kineto trace.
+        use_cache: read/write the Parquet parse cache (:mod:`taxbreak.readers.cache`);
+            None: on unless ``$TAXBREAK_NO_CACHE`` is set.
+
+    Raises:
+        TaxbreakError: ``input.*``, ``format.unknown``, ``run.*``, ``json.*``,
+            ``gzip.truncated``, ``kineto.*``, ``nsys.*`` (docs/trace-model.md).
+    """
+    trace_path = resolve_trace_path(path)
+    parse = functools.partial(parse_trace, allow_truncated=allow_truncated)
+    return cached_load(trace_path, parse, use_cache=use_cache, variant="allow_truncated" if allow_truncated else "")
+
+
+def parse_trace(path: str | Path, *, allow_truncated: bool = False) -> TraceTables:
+    """Parse one trace file with the reader its content calls for (no caching)."""
+    path = Path(path)
+    fmt = detect_format(path)
+    if fmt.kind == KINETO:
+        return read_kineto(path, allow_truncated=allow_truncated)
+    from . import nsys  # imported lazily: the Kineto path does not need sqlite
+
+    if fmt.kind == NSYS_SQLITE:
+        return nsys.read_nsys(path)
+    assert fmt.kind == NSYS_REP
+    return nsys.read_nsys_rep(path)

@@ -22,11 +22,16 @@ DIAGNOSTIC_CODES: dict[str, tuple[str, str]] = {
     "event.unsupported_phase": (DATA_LOSS, "event with a ph value other than X/i/M/s/f/t/B/E; skipped"),
     "event.unbalanced": (DATA_LOSS, "B/E pair without its partner; skipped"),
     "event.metadata": (INFO, "M metadata event, folded into TraceMeta"),
+    "event.begin_end": (DATA_LOSS, "B/E duration event; the Kineto reader models only X complete events"),
+    "trace.invalid_utf8": (WARNING, "bytes that are not valid UTF-8 were replaced by U+FFFD"),
     "trace.truncated": (DATA_LOSS, "truncated tail dropped (--allow-truncated)"),
     "trace.no_device_info": (INFO, "no deviceProperties / TARGET_INFO_GPU; device names unknown"),
     "nsys.duplicate_launch": (INFO, "duplicate launch row of schema 2.x removed"),
     "nsys.missing_table": (INFO, "an optional Nsight table is absent"),
     "nsys.empty_range": (INFO, "NVTX mark or range without an end; skipped"),
+    "nsys.duplicate_api": (INFO, "duplicate non-launch API row of schema 2.x (CUDA backtrace copy) removed"),
+    "nsys.unresolved_string": (WARNING, "a name id not found in StringIds; name left null"),
+    "nsys.invalid_utf8": (WARNING, "text that is not valid UTF-8; invalid bytes replaced by U+FFFD"),
     "link.orphan_kernel": (WARNING, "device activity whose launch call is not in the trace"),
     "link.orphan_launch": (WARNING, "launch call whose device activity is not in the trace"),
     "link.no_op": (WARNING, "launch call outside any ATen op"),
@@ -35,6 +40,10 @@ DIAGNOSTIC_CODES: dict[str, tuple[str, str]] = {
     "decompose.negative_interval": (WARNING, "a component interval was negative and clamped to 0"),
     "decompose.no_steps": (INFO, "no step markers; the whole trace is one step"),
     "decompose.graph_launch": (INFO, "kernels replayed from a CUDA graph share one launch"),
+    "cache.corrupt_entry": (INFO, "a parse-cache entry could not be read; the trace was parsed again"),
+    "scale.rank_from_order": (INFO, "trace without rank metadata; rank taken from file order"),
+    "scale.duplicate_rank": (WARNING, "two traces in one folder report the same rank"),
+    "scale.file_skipped": (DATA_LOSS, "a trace of a folder failed and was skipped (--on-error skip)"),
 }
 
 

@@ -48,6 +48,9 @@ ERROR_CODES: dict[str, str] = {
     "capture.failed": "the profiled workload failed",
     "replay.unsupported": "the op cannot be rebuilt from recorded shapes",
     "cache.corrupt": "a cache entry cannot be read",
+    "scale.worker_failed": "a worker process analyzing one trace of a folder died or raised an unexpected error",
+    # what-if
+    "calibration.malformed": "a batching calibration JSON is invalid or misses a parameter",
 }
 
 

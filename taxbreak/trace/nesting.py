@@ -40,7 +40,7 @@ def nesting(lane: np.ndarray, start_ns: np.ndarray, dur_ns: np.ndarray) -> tuple
     s_lane, s_start, s_end = lane_idx[order], np.asarray(start_ns)[order], end_ns[order]
     # One int64 key per (lane, time): times replaced by their rank among all
     # starts and ends, so the key cannot overflow whatever the clock origin.
-    values = np.unique(np.concatenate([s_start, s_end]))
+    values = _sorted_unique(np.concatenate([s_start, s_end]))
     width = np.int64(len(values) + 1)
     start_key = s_lane * width + np.searchsorted(values, s_start)
     end_key = np.sort(s_lane * width + np.searchsorted(values, s_end))
@@ -54,6 +54,18 @@ def nesting(lane: np.ndarray, start_ns: np.ndarray, dur_ns: np.ndarray) -> tuple
     has_parent = s_parent >= 0
     parent[order[has_parent]] = order[s_parent[has_parent]]
     return depth, parent
+
+
+def _sorted_unique(values: np.ndarray) -> np.ndarray:
+    """``np.unique`` by sorting: numpy 2.4's hash-based ``np.unique`` takes ~2 s
+    on 670 k distinct int64 times where a sort takes ~20 ms."""
+    ordered = np.sort(values)
+    if len(ordered) < 2:
+        return ordered
+    keep = np.empty(len(ordered), dtype=bool)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    return ordered[keep]
 
 
 def _zero_length_after(start_key: np.ndarray, is_zero: np.ndarray) -> np.ndarray:

@@ -1,0 +1,90 @@
+"""Decomposition benchmark: build a synthetic Kineto trace, parse + decompose it in a fresh process.
+
+    python scripts/bench_analyze.py --events 1000000 [--plain] [--out DIR] [--keep]
+
+The trace comes from ``taxbreak.synth.bigtrace.write_big_kineto``. A child
+process imports taxbreak, parses the trace (``load_trace``, no cache) and runs
+``analyze`` on the tables; it reports both wall times measured inside itself.
+Peak RSS is the child's (``RUSAGE_CHILDREN.ru_maxrss``). Writes one JSON line
+on stdout.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from taxbreak.synth.bigtrace import write_big_kineto
+
+_CHILD = """
+import json, sys, time
+from taxbreak.readers import load_trace
+from taxbreak.decompose import analyze
+t0 = time.perf_counter()
+tables = load_trace(sys.argv[1])
+t1 = time.perf_counter()
+a = analyze(tables)
+t2 = time.perf_counter()
+s = a.summary["all"]
+print(json.dumps({"parse_s": t1 - t0, "analyze_s": t2 - t1, "input_events": tables.meta.input_events,
+                  "kernels": s["kernels"], "steps": s["steps"], "hdbi": s["hdbi"],
+                  "partition_rows": len(a.host_partition)}))
+"""
+
+
+def _machine() -> str:
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{os.cpu_count()} cores, {cpu}"
+
+
+def bench(n_events: int, out_dir: Path, gzip: bool) -> dict:
+    """Write the trace, parse and decompose it in a child process, return the measurements."""
+    path = out_dir / (f"bigtrace_{n_events}.json" + (".gz" if gzip else ""))
+    t0 = time.perf_counter()
+    stats = write_big_kineto(path, n_events, gzip=gzip)
+    write_s = time.perf_counter() - t0
+    env = dict(os.environ, TAXBREAK_CACHE_DIR=str(out_dir / "cache"))
+    proc = subprocess.run([sys.executable, "-c", _CHILD, str(path)], capture_output=True, text=True, check=True,
+                          env=env)
+    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    child = json.loads(proc.stdout.strip().splitlines()[-1])
+    total = child["parse_s"] + child["analyze_s"]
+    return {"events": stats.events, "json_mb": round(stats.json_bytes / 1e6, 1), "gzip": gzip,
+            "write_s": round(write_s, 2), "parse_s": round(child["parse_s"], 2),
+            "analyze_s": round(child["analyze_s"], 2), "total_s": round(total, 2),
+            "events_per_s": round(stats.events / total), "peak_rss_mb": round(peak_kb / 1024),
+            "kernels": child["kernels"], "steps": child["steps"], "hdbi": child["hdbi"],
+            "machine": _machine()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--plain", action="store_true", help="uncompressed JSON instead of .json.gz")
+    parser.add_argument("--out", type=Path, default=None, help="directory for the trace (default: a temp dir)")
+    parser.add_argument("--keep", action="store_true", help="keep the trace file")
+    args = parser.parse_args()
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        result = bench(args.events, args.out, gzip=not args.plain)
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            result = bench(args.events, Path(tmp), gzip=not args.plain)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,29 @@
+"""``taxbreak cache info|clear``: the parse cache (taxbreak/readers/cache.py)."""
+from __future__ import annotations
+
+import click
+
+from ..readers.cache import cache_stats, clear_cache, max_cache_bytes
+from .errors import handle_errors
+
+
+@click.group()
+def cache() -> None:
+    """Parse and analysis caches under $TAXBREAK_CACHE_DIR (cap $TAXBREAK_CACHE_MAX_BYTES)."""
+
+
+@cache.command("info")
+@handle_errors
+def info() -> None:
+    """Where the parse cache is, how many entries it holds and their size."""
+    stats = cache_stats()
+    click.echo(f"{stats.root}\t{stats.entries} entries\t{stats.size_bytes / 1e6:.1f} MB"
+               f"\tcap {max_cache_bytes() / 1024**3:.1f} GiB")
+
+
+@cache.command("clear")
+@handle_errors
+def clear() -> None:
+    """Remove every parse-cache entry (traces are parsed again on next use)."""
+    removed = clear_cache()
+    click.echo(f"removed {removed.entries} entries ({removed.size_bytes / 1e6:.1f} MB) from {removed.root}", err=True)

@@ -1,0 +1,113 @@
+"""``taxbreak analyze DIR`` for a folder of traces (one per rank or run).
+
+``cli/analyze.py`` adds :func:`folder_options` to its command and calls
+:func:`dispatch_folder` first: a folder that :func:`taxbreak.scale.is_trace_folder`
+accepts goes to :func:`run_folder`; ``-o OUT`` writes ``OUT/summary.json``, or with
+``--partitioned`` the hive-partitioned dataset.
+stdout is data (the table or JSON), stderr is people (progress, skipped files,
+diagnostics, the closing summary line).
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from ..scale.discover import find_traces, is_trace_folder
+from ..trace.errors import UsageError
+
+_COLUMNS = (("kernels", "kernels", "{:,}"), ("device_active_us", "device µs", "{:,.1f}"),
+            ("orchestration_us", "orchestration µs", "{:,.1f}"), ("hdbi", "HDBI", "{:.3f}"))
+
+
+def folder_options(fn):
+    """``--no-cache`` plus the options of folder mode (ignored for a single trace)."""
+    fn = click.option("--no-cache", is_flag=True,
+                      help="Parse again: neither read nor write the parse cache.")(fn)
+    fn = click.option("--run-id", help="Run key of the partitioned dataset (default: the folder name).")(fn)
+    fn = click.option("--partitioned", is_flag=True,
+                      help="With -o OUT and a folder: write kernels/steps as a hive-partitioned "
+                           "Parquet dataset OUT/<table>/run=<id>/rank=<r>/phase=<p>/.")(fn)
+    fn = click.option("--on-error", type=click.Choice(["fail", "skip"]), default="fail", show_default=True,
+                      help="A bad trace among many: fail (exit 1 naming it) or skip (report and go on).")(fn)
+    fn = click.option("--workers", type=click.IntRange(min=1),
+                      help="Parallel processes for a folder (default: by CPUs and available memory).")(fn)
+    return fn
+
+
+def _fmt(value, pattern: str) -> str:
+    return "not measured" if value is None else pattern.format(value)
+
+
+def _table(result) -> Table:
+    table = Table(title="per rank", title_justify="left")
+    for header in ("rank", "trace", *(h for _, h, _ in _COLUMNS)):
+        table.add_column(header, justify="left" if header == "trace" else "right")
+    for row in result.per_rank().to_dict("records"):
+        rank = f"{row['rank']}" + ("" if row["rank_source"] == "meta" else " (file order)")
+        table.add_row(rank, Path(row["path"]).name, *(_fmt(row.get(k), p) for k, _, p in _COLUMNS))
+    combined = result.combined
+    table.add_row("all", f"{combined['traces']} traces", *(_fmt(combined["all"].get(k), p) for k, _, p in _COLUMNS),
+                  style="bold")
+    for phase, metrics in combined["phases"].items():
+        table.add_row(f"all · {phase}", "", *(_fmt(metrics.get(k), p) for k, _, p in _COLUMNS))
+    return table
+
+
+def _report_stderr(result, err: Console) -> None:
+    for f in result.failed:
+        err.print(f"skipped {f.path}: error[{f.error['code']}] {f.error['message']}", markup=False, highlight=False)
+    for code, d in result.diagnostics.as_dict().items():
+        err.print(f"{d['severity']}[{code}] ×{d['count']}: {d['example']}", markup=False, highlight=False)
+    ok = len(result.files) - len(result.failed)
+    skipped = f" · {len(result.failed)} skipped" if result.failed else ""
+    err.print(f"Analyzed {ok} of {len(result.files)} traces in {result.seconds:.1f} s "
+              f"with {result.workers} worker{'s' if result.workers != 1 else ''}{skipped}", highlight=False)
+
+
+def dispatch_folder(trace: str, scale_opts: dict, *, out_dir: str | None, as_json: bool, floor_us: float | None,
+                    step_pattern: str | None, tokens: int | None) -> bool:
+    """Apply ``--no-cache``; run folder mode when ``trace`` is a folder of traces.
+
+    Returns:
+        True when the folder was handled (the caller is done), False for a single trace or run directory.
+    """
+    if scale_opts.get("no_cache"):
+        # The whole process (and the workers it spawns, which inherit the environment) skips the cache.
+        os.environ["TAXBREAK_NO_CACHE"] = "1"
+    if not is_trace_folder(trace):
+        return False
+    if tokens is not None:
+        raise UsageError("usage.invalid", "--tokens applies to one trace, not to a folder of traces")
+    run_folder(trace, output=out_dir, as_json=as_json, partitioned=scale_opts.get("partitioned", False),
+               run_id=scale_opts.get("run_id"), workers=scale_opts.get("workers"),
+               on_error=scale_opts.get("on_error", "fail"), use_cache=not scale_opts.get("no_cache"),
+               floor_us=floor_us, step_pattern=step_pattern)
+    return True
+
+
+def run_folder(folder: str | Path, *, output: str | None = None, as_json: bool = False, partitioned: bool = False,
+               run_id: str | None = None, workers: int | None = None, on_error: str = "fail",
+               use_cache: bool = True, floor_us: float | None = None, step_pattern: str | None = None) -> None:
+    """Analyze every trace in ``folder``, print per-rank and combined results, optionally export."""
+    if partitioned and not output:
+        raise UsageError("usage.invalid", "--partitioned needs -o OUT (the dataset folder)")
+    from ..scale.many import analyze_many  # pandas and the decomposer: only when a folder is given
+
+    result = analyze_many(find_traces(folder), workers=workers, on_error=on_error, floor_us=floor_us,
+                          step_pattern=step_pattern, use_cache=use_cache, run_id=run_id,
+                          export_dir=output if partitioned else None)
+    if output and not partitioned:
+        Path(output).mkdir(parents=True, exist_ok=True)
+        (Path(output) / "summary.json").write_text(json.dumps(result.to_dict(), indent=1))
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=1))
+    else:
+        Console(width=120).print(_table(result))
+    _report_stderr(result, Console(stderr=True, width=120))
+    if partitioned:
+        click.echo(f"wrote {len(result.exported)} Parquet files under {output}", err=True)

@@ -1,0 +1,124 @@
+"""``taxbreak report``, ``annotate``, ``diff``, ``check``: thin wrappers over taxbreak.report."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from .errors import handle_errors
+
+
+def analysis_options(fn):
+    """The analysis options shared with ``taxbreak analyze``."""
+    fn = click.option("--tokens", type=click.IntRange(min=1), default=None,
+                      help="Output tokens for the per-token metrics (default: from manifest.json).")(fn)
+    fn = click.option("--step-pattern", default=None, metavar="REGEX",
+                      help="Regex for step markers (named group `phase` optional).")(fn)
+    fn = click.option("--floor-us", type=click.FloatRange(min=0), default=None,
+                      help="Launch floor T_sys in µs (default: measured/published value).")(fn)
+    return fn
+
+
+def _load(path: str, floor_us, step_pattern, tokens):
+    from ..report.run import load_run
+
+    return load_run(path, floor_us=floor_us, step_pattern=step_pattern, tokens=tokens)
+
+
+def _write(path: str, text: str) -> None:
+    if path == "-":
+        click.echo(text, nl=False)
+    else:
+        Path(path).write_text(text, encoding="utf-8")
+
+
+@click.command("report")
+@click.argument("target", metavar="RUN_DIR|TRACE")
+@click.option("-o", "--output", default="report.html", show_default=True, help="HTML file to write.")
+@analysis_options
+@handle_errors
+def report(target, output, floor_us, step_pattern, tokens):
+    """Write a self-contained HTML report (opens offline)."""
+    from ..report.html import render_html
+
+    run = _load(target, floor_us, step_pattern, tokens)
+    _write(output, render_html(run.analysis, manifest=run.manifest, title=str(target)))
+    click.echo(f"wrote {output}", err=True)
+
+
+@click.command("annotate")
+@click.argument("trace", metavar="TRACE")
+@click.option("-o", "--output", default="annotated.json.gz", show_default=True,
+              help="Annotated Kineto trace (.json or .json.gz).")
+@analysis_options
+@handle_errors
+def annotate(trace, output, floor_us, step_pattern, tokens):
+    """Add ΔFT/ΔCT/ΔKT and queueing tracks to a Kineto trace (for Perfetto)."""
+    from ..report.annotate import require_kineto, write_annotated
+    from ..report.run import find_trace
+
+    require_kineto(find_trace(trace)[0])  # fail before a full analysis
+    run = _load(trace, floor_us, step_pattern, tokens)
+    stats = write_annotated(run.trace_path, run.analysis, output)
+    click.echo(f"wrote {output}: {stats.summary_line()}", err=True)
+
+
+@click.command("diff")
+@click.argument("base", metavar="BASE")
+@click.argument("new", metavar="NEW")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON on stdout.")
+@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
+              help="How many ops, kernel classes and one-sided kernels to list.")
+@analysis_options
+@handle_errors
+def diff(base, new, as_json, top, floor_us, step_pattern, tokens):
+    """Compare two runs or traces: components, HDBI, ops and kernels that moved."""
+    from ..report.diff import diff_analyses
+    from ..report.diff_render import render_diff_text
+
+    a = _load(base, floor_us, step_pattern, tokens)
+    b = _load(new, floor_us, step_pattern, tokens)
+    result = diff_analyses(a.analysis, b.analysis, base_label=base, new_label=new, top=top)
+    if as_json:
+        click.echo(json.dumps(result, indent=1, default=_json_default))
+    else:
+        click.echo(render_diff_text(result), nl=False)
+
+
+def _json_default(value):
+    return None if value != value else str(value)  # NaN -> null
+
+
+@click.command("check")
+@click.argument("target", metavar="RUN_DIR|TRACE")
+@click.option("--budget", "budget_path", required=True, type=click.Path(dir_okay=False),
+              help="Budget TOML (docs/ci.md).")
+@click.option("--baseline", default=None, metavar="RUN_DIR|TRACE", help="Run to compare [regression] against.")
+@click.option("--junit", default=None, metavar="FILE", help="Write JUnit XML.")
+@click.option("--markdown", default=None, metavar="FILE", help="Write a Markdown summary (CI step summary).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON instead of a table.")
+@click.option("--allow-unmeasured", is_flag=True, help="Skip limits on unmeasured metrics instead of failing.")
+@analysis_options
+@handle_errors
+def check(target, budget_path, baseline, junit, markdown, as_json, allow_unmeasured, floor_us, step_pattern, tokens):
+    """Check overhead budgets; exit 0 when all hold, 1 when any is exceeded, 2 for a bad budget."""
+    from ..report.budget import load_budget
+    from ..report.check import evaluate_budget
+    from ..report.check_render import headline, render_check_text, render_junit, render_markdown
+
+    budget = load_budget(budget_path)  # before the analysis: a bad budget fails fast
+    run = _load(target, floor_us, step_pattern, tokens)
+    base = _load(baseline, floor_us, step_pattern, tokens).analysis.summary if baseline else None
+    result = evaluate_budget(budget, run.analysis.summary, base, allow_unmeasured=allow_unmeasured)
+    if junit:
+        _write(junit, render_junit(result))
+    if markdown:
+        _write(markdown, render_markdown(result))
+    if as_json:
+        click.echo(json.dumps(result.as_dict(), indent=1))
+    else:
+        click.echo(render_check_text(result), nl=False)
+    click.echo(headline(result), err=True)
+    sys.exit(0 if result.passed else 1)

@@ -1,0 +1,152 @@
+"""``analyze()``: a trace in, the TaxBreak decomposition out (``Analysis``)."""
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..trace.diagnostics import Diagnostics
+from ..trace.tables import TraceTables
+from .components import build_kernels
+from .floor import resolve_floor
+from .inputs import resolve_input
+from .link import link
+from .partition import device_busy, host_partition
+from .scopes import ScopeInputs, build_ops, phase_table, step_table
+from .steps import BETWEEN, BETWEEN_NAME, compile_pattern, find_steps, is_marker, marker_candidates
+from .summary import Context
+from .views import build_views, _ints, _strs
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Analysis:
+    """The decomposition of one trace (attributes in docs/architecture.md)."""
+
+    kernels: pd.DataFrame
+    steps: pd.DataFrame
+    phases: pd.DataFrame
+    ops: pd.DataFrame
+    host_partition: pd.DataFrame
+    summary: dict
+    tables: TraceTables = field(repr=False)
+
+    def to_parquet(self, out_dir: str | Path) -> list[Path]:
+        """Write ``kernels``/``steps``/``phases``/``ops``/``host_partition`` Parquet and ``summary.json``."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        written = []
+        for name in ("kernels", "steps", "phases", "ops", "host_partition"):
+            path = out / f"{name}.parquet"
+            getattr(self, name).to_parquet(path, index=False)
+            written.append(path)
+        (out / "summary.json").write_text(self.to_json())
+        return written + [out / "summary.json"]
+
+    def to_json(self, indent: int | None = 1) -> str:
+        """The summary as JSON (unmeasured values are ``null``)."""
+        return json.dumps(self.summary, indent=indent, default=_json_default)
+
+
+def _json_default(value):
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    if value is pd.NA:
+        return None
+    raise TypeError(f"not JSON serializable: {type(value).__name__}")
+
+
+def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | None = None,
+            tokens: int | None = None) -> Analysis:
+    """Decompose a trace into ΔFT / ΔCT / ΔKT, HDBI, steps/phases and the host partition.
+
+    Args:
+        path_or_tables: a trace file, a run directory (``manifest.json`` + trace) or a ``TraceTables``.
+        floor_us: T_sys in µs; overrides the cached or published floor (source ``cli``).
+        step_pattern: regex naming step ranges (named group ``phase`` optional).
+        tokens: output tokens of the whole trace (default: the run manifest's ``new_tokens`` × runs).
+
+    Returns:
+        An :class:`Analysis`.
+
+    Raises:
+        UsageError: ``usage.step_pattern`` when ``step_pattern`` does not compile.
+        TaxbreakError: whatever the reader raises for a bad trace.
+    """
+    pattern = compile_pattern(step_pattern)
+    source = resolve_input(path_or_tables)
+    tables = source.tables
+    diags = Diagnostics()
+    diags.merge(tables.diagnostics)
+    views = build_views(tables)
+    marker = is_marker(views.host.name, views.host.kind, pattern)
+    steps = find_steps(*marker_candidates(views, *_nvtx(tables)), pattern, _span(views), diags)
+    links = link(views, marker, diags)
+    floor = resolve_floor(tables, floor_us)
+    kernels = build_kernels(views, links, floor, diags)
+    _assign_steps(kernels, steps)
+    busy = device_busy(views.device.start_ns, views.device.end_ns)
+    partition = host_partition(views, marker, steps, busy)
+    passes = max(steps.runs, 1) if source.runs is None else source.runs
+    trace_tokens = tokens if tokens is not None else (source.new_tokens * passes if source.new_tokens else None)
+    ctx = Context(floor, kernels.attrs.get("t_dispatch_base_ns"), trace_tokens, views.device.row.size > 0,
+                  links.has_torch_level, links.has_library_ranges)
+    inputs = ScopeInputs(views, links, kernels, partition, steps, ctx)
+    steps_df, step_dicts = step_table(inputs)
+    phases_df, phase_dicts, all_dict = phase_table(inputs)
+    meta = _meta(tables, source, steps, floor, ctx, passes)
+    summary = {"all": all_dict, "phases": phase_dicts, "steps": step_dicts, "meta": meta,
+               "diagnostics": diags.as_dict()}
+    return Analysis(kernels, steps_df, phases_df, build_ops(views, kernels), partition, summary, tables)
+
+
+def _nvtx(tables: TraceTables):
+    r = tables.ranges
+    src = _strs(r, "source")
+    keep = src == "nvtx"
+    start = _ints(r, "start_ns")[keep]
+    return _strs(r, "name")[keep], start, start + _ints(r, "dur_ns")[keep]
+
+
+def _span(views) -> tuple[int, int]:
+    starts = [a for a in (views.host.start_ns, views.api.start_ns, views.device.start_ns) if len(a)]
+    ends = [a for a in (views.host.end_ns, views.api.end_ns, views.device.end_ns) if len(a)]
+    if not starts:
+        return 0, 0
+    return int(min(a.min() for a in starts)), int(max(a.max() for a in ends))
+
+
+def _assign_steps(kernels: pd.DataFrame, steps) -> None:
+    """A kernel belongs to the step enclosing its launch call (its own start when orphaned)."""
+    host_t = kernels["launch_start_ns"].fillna(kernels["start_ns"]).to_numpy(np.int64)
+    kernels["step"] = steps.assign(host_t)
+    phase_of = dict(zip(steps.table["step"], steps.table["phase"]))
+    phase_of[BETWEEN] = BETWEEN_NAME
+    kernels["phase"] = kernels["step"].map(phase_of)
+
+
+def _meta(tables: TraceTables, source, steps, floor, ctx: Context, passes: int) -> dict:
+    meta = tables.meta
+    return {
+        "path": meta.path or source.path,
+        "source_format": meta.source_format,
+        "gpu": floor.gpu_name or None,
+        "device": "CUDA device activity present" if ctx.has_device else "no CUDA device in trace",
+        "floor_us": floor.floor_us,
+        "floor_source": floor.source,
+        "t_dispatch_base_us": None if ctx.dispatch_base_ns is None else ctx.dispatch_base_ns / 1000.0,
+        "t_py_measured": ctx.t_py_measured,
+        "library_ranges": ctx.has_library_ranges,
+        "step_scheme": steps.scheme,
+        "runs": passes,
+        "tokens": ctx.tokens,
+        "manifest": source.manifest,
+        "event_counts": dict(meta.event_counts),
+    }

@@ -1,0 +1,191 @@
+"""Per-kernel TaxBreak components (ΔFT, ΔCT, ΔKT) from the linked chain.
+
+Per kernel k (docs/method.md gives sources and deviations):
+
+    T_py       = start(root ATen op) − max(start(torch op), end(previous root ATen op))
+    T_dispatch = start(launch) − start(ATen op)            first launch of the op invocation
+               = start(launch) − end(previous launch)       later launches of the same invocation
+    T_launch   = start(kernel) − start(launch)
+    ΔFT_k = T_py + (I_lib ? T_dispatch_base : T_dispatch)
+    ΔCT_k = I_lib · max(0, T_dispatch − T_dispatch_base)
+    ΔKT_k = T_sys + max(0, T_launch − T_sys)
+
+T_py is paid once per ATen op invocation: its first launch carries it, later
+launches of the same invocation carry 0 (the authors count it per kernel,
+which counts one op's Python time once per kernel). Host components belong
+to the launch call: in a CUDA-graph replay the first
+device activity of the launch carries them and the others carry 0. Memcpy and
+memset rows keep their links but have no components (NA).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..trace.diagnostics import Diagnostics
+from .classify import kernel_class, name_is_library
+from .floor import Floor
+from .link import NONE, Links
+from .views import LINKABLE_API_KINDS, Views
+
+DISPATCH_BASE_MIN_NS = 100  # authors keep T_dispatch > 0.1 µs for the median (paper Eq.5)
+
+
+def dispatch_times(views: Views, links: Links, diags: Diagnostics) -> tuple[np.ndarray, np.ndarray]:
+    """T_dispatch per API call (int64 ns, -1 where the call has no ATen op), and
+    whether the call is the first of its op invocation."""
+    api = views.api
+    out = np.full(len(api.start_ns), NONE, dtype=np.int64)
+    first_in_op = np.zeros(len(api.start_ns), dtype=bool)
+    idx = np.flatnonzero((links.api_op >= 0) & np.isin(api.kind, LINKABLE_API_KINDS))
+    if len(idx) == 0:
+        return out, first_in_op
+    idx = idx[np.lexsort((api.start_ns[idx], links.api_op[idx]))]
+    op = links.api_op[idx]
+    same = np.zeros(len(idx), dtype=bool)
+    same[1:] = op[1:] == op[:-1]
+    prev_end = np.roll(api.end_ns[idx], 1)
+    origin = np.where(same, prev_end, views.host.start_ns[op])
+    value = api.start_ns[idx] - origin
+    diags.add("decompose.negative_interval", int((value < 0).sum()), "T_dispatch < 0 (overlapping launches)")
+    out[idx] = np.maximum(value, 0)
+    # T_py is paid once per root ATen invocation: flag its first launch
+    root = links.op_root[op]
+    by_root = np.lexsort((api.start_ns[idx], root))
+    first = np.ones(len(idx), dtype=bool)
+    first[1:] = root[by_root][1:] != root[by_root][:-1]
+    first_in_op[idx[by_root]] = first
+    return out, first_in_op
+
+
+def first_of_launch(dev_api: np.ndarray, start_ns: np.ndarray) -> np.ndarray:
+    """True for the earliest device activity of each launch call (and for orphans)."""
+    first = np.ones(len(dev_api), dtype=bool)
+    linked = np.flatnonzero(dev_api >= 0)
+    order = linked[np.lexsort((start_ns[linked], dev_api[linked]))]
+    dup = np.zeros(len(order), dtype=bool)
+    dup[1:] = dev_api[order][1:] == dev_api[order][:-1]
+    first[order[dup]] = False
+    return first
+
+
+def library_flags(views: Views, links: Links) -> np.ndarray:
+    """I_lib per device activity: library API ranges decide where the trace has them."""
+    by_name = name_is_library(views.device.names)
+    if not links.has_library_ranges:
+        return by_name
+    a = links.dev_api
+    by_range = np.zeros(len(a), dtype=bool)
+    by_range[a >= 0] = links.api_library[a[a >= 0]] >= 0
+    return np.where(a >= 0, by_range, by_name)
+
+
+def dispatch_base_ns(t_dispatch: np.ndarray, is_kernel: np.ndarray, is_lib: np.ndarray) -> int | None:
+    """T_dispatch_base = median T_dispatch over non-library kernels with T_dispatch > 0.1 µs."""
+    sample = t_dispatch[is_kernel & ~is_lib & (t_dispatch > DISPATCH_BASE_MIN_NS)]
+    return int(round(float(np.median(sample)))) if len(sample) else None
+
+
+def _take(values: np.ndarray, idx: np.ndarray, fill=NONE) -> np.ndarray:
+    """``values[idx]`` where ``idx >= 0``, else ``fill`` (works when ``values`` is empty)."""
+    valid = idx >= 0
+    if len(values) == 0:
+        return np.full(len(idx), fill, dtype=values.dtype if fill is not None else object)
+    out = values[np.where(valid, idx, 0)]
+    return np.where(valid, out, fill)
+
+
+def _na(values: np.ndarray, valid: np.ndarray) -> pd.Series:
+    """Nullable Int64 column: NA where not ``valid`` (a missing link is never 0)."""
+    return pd.Series(pd.array(np.where(valid, values, 0).astype(np.int64), dtype="Int64")).where(valid, pd.NA)
+
+
+def _str(codes: np.ndarray, cats: np.ndarray, idx: np.ndarray) -> pd.Series:
+    """Names of the linked rows as a categorical (NaN where there is no link)."""
+    taken = _take(codes, idx, -1) if len(codes) else np.full(len(idx), -1, dtype=np.int64)
+    cat = pd.Categorical.from_codes(taken, categories=pd.Index(pd.unique(cats), dtype=object)
+                                    if len(pd.unique(cats)) == len(cats) else pd.Index(cats, dtype=object))
+    return pd.Series(cat).cat.remove_unused_categories()
+
+
+def build_kernels(views: Views, links: Links, floor: Floor, diags: Diagnostics) -> pd.DataFrame:
+    """The per-kernel chain table with every component (columns in docs/method.md)."""
+    api, host, dev = views.api, views.host, views.device
+    a = links.dev_api
+    op = _take(links.api_op, a)
+    torch = _take(links.op_torch, op)
+    launch_start = _take(api.start_ns, a)
+    t_disp_api, first_api = dispatch_times(views, links, diags)
+    t_dispatch = _take(t_disp_api, a)
+    first_in_op = _take(first_api, a, False).astype(bool)
+    root = _take(links.op_root, op)
+    origin = _take(links.py_origin_ns, root)
+    t_py = np.where(origin >= 0, _take(host.start_ns, root) - origin, NONE)
+    t_launch = np.where(a >= 0, dev.start_ns - launch_start, NONE)
+    diags.add("decompose.negative_interval", int(((a >= 0) & (t_launch < 0)).sum()), "T_launch < 0 (clock skew)")
+    is_lib = library_flags(views, links)
+    is_kernel = dev.kind == "kernel"
+    first = first_of_launch(a, dev.start_ns)
+    base = dispatch_base_ns(np.where(is_kernel & first, t_dispatch, NONE), is_kernel, is_lib)
+    df = pd.DataFrame({
+        "correlation": dev.correlation,
+        "name": pd.Series(dev.names.to_pandas(), dtype="category") if len(dev.row) else pd.Series([], dtype="category"),
+        "kind": dev.kind,
+        "device": dev.device,
+        "stream": dev.stream,
+        "start_ns": dev.start_ns,
+        "dur_ns": dev.end_ns - dev.start_ns,
+        "launch_name": _str(api.name_codes, api.name_cats, a),
+        "launch_start_ns": _na(launch_start, a >= 0),
+        "launch_dur_ns": _na(_take(api.end_ns, a) - launch_start, a >= 0),
+        "launch_pid": _na(_take(api.pid, a), a >= 0),
+        "launch_tid": _na(_take(api.tid, a), a >= 0),
+        "op_name": _str(host.name_codes, host.name_cats, op),
+        "op_start_ns": _na(_take(host.start_ns, op), op >= 0),
+        "torch_op_name": _str(host.name_codes, host.name_cats, torch),
+        "t_py_ns": _na(t_py, t_py >= 0),
+        "t_dispatch_ns": _na(t_dispatch, t_dispatch >= 0),
+        "t_launch_ns": _na(t_launch, a >= 0),
+        "is_library": is_lib,
+        "kernel_class": kernel_class(dev.names, dev.kind, is_lib),
+        "first_of_launch": first,
+        "first_in_op": first_in_op,
+    })
+    df.attrs["t_dispatch_base_ns"] = base
+    _add_components(df, base, floor)
+    return df
+
+
+def _add_components(df: pd.DataFrame, base: int | None, floor: Floor) -> None:
+    """ΔFT (python + dispatch parts), ΔCT, ΔKT (floor + residual) per kernel, in ns."""
+    eligible = (df["kind"] == "kernel") & df["launch_start_ns"].notna()
+    carrier = eligible & df["first_of_launch"]
+    graph_rest = eligible & ~df["first_of_launch"]
+    lib = df["is_library"]
+    t_disp = df["t_dispatch_ns"]
+    # T_py is paid once per op invocation: later launches of the same op carry 0
+    ft_py = df["t_py_ns"].where(df["first_in_op"] | df["t_py_ns"].isna(), 0).where(carrier)
+    if base is None:
+        # no non-library kernel to take the baseline from: ΔCT is not measurable
+        ft_disp = t_disp.where(carrier)
+        ct = pd.Series(0, index=df.index, dtype="Int64").where(carrier & ~lib)
+    else:
+        ft_disp = t_disp.where(~lib, base).where(carrier & t_disp.notna())
+        ct = (t_disp - base).clip(lower=0).where(lib, 0).where(carrier)
+    df["ft_python_ns"] = _zero_rest(ft_py, graph_rest)
+    df["ft_dispatch_ns"] = _zero_rest(ft_disp, graph_rest)
+    both_na = df["ft_python_ns"].isna() & df["ft_dispatch_ns"].isna()
+    df["ft_ns"] = (df["ft_python_ns"].fillna(0) + df["ft_dispatch_ns"].fillna(0)).where(~both_na)
+    df["ct_ns"] = _zero_rest(ct, graph_rest)
+    if floor.floor_ns is None:
+        na = pd.Series(pd.array([pd.NA] * len(df), dtype="Int64"), index=df.index)
+        df["kt_floor_ns"], df["kt_residual_ns"] = na, na.copy()
+    else:
+        df["kt_floor_ns"] = _zero_rest(pd.Series(floor.floor_ns, index=df.index, dtype="Int64").where(carrier), graph_rest)
+        resid = (df["t_launch_ns"] - floor.floor_ns).clip(lower=0).where(carrier)
+        df["kt_residual_ns"] = _zero_rest(resid, graph_rest)
+
+
+def _zero_rest(values: pd.Series, graph_rest: pd.Series) -> pd.Series:
+    """0 (not NA) for the non-first kernels of a graph replay: they had no host cost of their own."""
+    return values.astype("Int64").mask(graph_rest, 0)

@@ -1,0 +1,72 @@
+"""What ``analyze`` accepts: a ``TraceTables``, a trace file, or a run directory."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..trace.errors import TraceFormatError, TraceNotFoundError, UsageError
+from ..trace.tables import TraceTables
+
+MANIFEST = "manifest.json"
+TRACE_NAMES = ("trace.json.gz", "trace.json", "trace.sqlite", "trace.nsys-rep")
+
+
+@dataclass
+class Source:
+    """Tables plus what a run manifest says about them."""
+
+    tables: TraceTables
+    path: str
+    manifest: dict | None
+    new_tokens: int | None
+    runs: int | None
+
+
+def resolve_input(path_or_tables) -> Source:
+    """Load ``path_or_tables`` (see :func:`taxbreak.decompose.analyze`)."""
+    if isinstance(path_or_tables, TraceTables):
+        return Source(path_or_tables, path_or_tables.meta.path, None, None, None)
+    if not isinstance(path_or_tables, (str, Path)):
+        raise UsageError("usage.invalid", f"analyze() takes a path or TraceTables, not {type(path_or_tables).__name__}")
+    path = Path(path_or_tables)
+    if not path.exists():
+        raise TraceNotFoundError("input.not_found", "no such file or directory", path=str(path),
+                                 hint="give a trace file (.json, .json.gz, .sqlite, .nsys-rep) or a run directory")
+    from ..readers import load_trace  # readers sit below decompose; imported late to keep import light
+
+    if not path.is_dir():
+        return Source(load_trace(path), str(path), None, None, None)
+    manifest = _read_manifest(path)
+    trace = _trace_in(path)
+    return Source(load_trace(trace), str(trace), manifest, _positive_int(manifest, "new_tokens"),
+                  _positive_int(manifest, "runs"))
+
+
+def _read_manifest(run_dir: Path) -> dict:
+    file = run_dir / MANIFEST
+    if not file.is_file():
+        raise TraceNotFoundError("run.not_a_run", "directory without manifest.json", path=str(run_dir),
+                                 hint="give a run directory written by `taxbreak profile`, or a trace file")
+    try:
+        data = json.loads(file.read_text())
+    except (OSError, ValueError) as err:
+        raise TraceFormatError("json.invalid", f"manifest is not valid JSON: {err}", path=str(file)) from err
+    if not isinstance(data, dict):
+        raise TraceFormatError("json.invalid", "manifest is not a JSON object", path=str(file))
+    return data
+
+
+def _trace_in(run_dir: Path) -> Path:
+    for name in TRACE_NAMES:
+        if (run_dir / name).is_file():
+            return run_dir / name
+    raise TraceNotFoundError("run.no_traces", "run directory without a trace file", path=str(run_dir),
+                             hint=f"expected one of {', '.join(TRACE_NAMES)}")
+
+
+def _positive_int(manifest: dict, key: str) -> int | None:
+    value = manifest.get(key)
+    if value is None:
+        value = (manifest.get("shape") or {}).get(key) if isinstance(manifest.get("shape"), dict) else None
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None

@@ -1,0 +1,113 @@
+"""Vectorized interval queries shared by the decomposer.
+
+All functions take plain int64 numpy arrays (times in ns) and never loop over
+events in Python: they sort once and answer with ``np.searchsorted``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..trace.nesting import nesting
+
+
+def innermost_enclosing(
+    iv_lane: np.ndarray,
+    iv_start_ns: np.ndarray,
+    iv_end_ns: np.ndarray,
+    q_lane: np.ndarray,
+    q_time_ns: np.ndarray,
+) -> np.ndarray:
+    """Index of the innermost interval on the same lane that contains each query time.
+
+    The queries are added as zero-length intervals to one nesting sweep
+    (:func:`taxbreak.trace.nesting.nesting`); a query's parent is then its
+    innermost enclosing interval. An interval that starts exactly at the query
+    time encloses it (a zero-length interval sorts after it); one that ends
+    exactly there does not.
+
+    Args:
+        iv_lane, iv_start_ns, iv_end_ns: the candidate intervals.
+        q_lane, q_time_ns: the query points.
+
+    Returns:
+        int64 array, one per query: index into the interval arrays, or -1.
+    """
+    n_iv, n_q = len(iv_start_ns), len(q_time_ns)
+    found = np.full(n_q, -1, dtype=np.int64)
+    if n_iv == 0 or n_q == 0:
+        return found
+    lane = np.concatenate([np.asarray(iv_lane, np.int64), np.asarray(q_lane, np.int64)])
+    start = np.concatenate([np.asarray(iv_start_ns, np.int64), np.asarray(q_time_ns, np.int64)])
+    dur = np.concatenate([np.maximum(np.asarray(iv_end_ns) - np.asarray(iv_start_ns), 0), np.zeros(n_q, np.int64)])
+    _, parent = nesting(lane, start, dur)
+    q_parent = parent[n_iv:]
+    ok = (q_parent >= 0) & (q_parent < n_iv)
+    cand = q_parent[ok]
+    t = np.asarray(q_time_ns)[ok]
+    # nesting() returns the nearest open predecessor for broken (overlapping)
+    # intervals: keep it only if it really contains the query time.
+    inside = (iv_start_ns[cand] <= t) & (t < iv_end_ns[cand]) | (iv_start_ns[cand] == t)
+    found[np.flatnonzero(ok)[inside]] = cand[inside]
+    return found
+
+
+def union_intervals(start_ns: np.ndarray, end_ns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Merge intervals into disjoint sorted ``(start, end)`` arrays (overlaps counted once)."""
+    if len(start_ns) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    order = np.argsort(start_ns, kind="stable")
+    s = np.asarray(start_ns, np.int64)[order]
+    e = np.asarray(end_ns, np.int64)[order]
+    run_end = np.maximum.accumulate(e)
+    # a new merged interval begins where the start lies past every earlier end
+    new = np.ones(len(s), dtype=bool)
+    new[1:] = s[1:] > run_end[:-1]
+    first = np.flatnonzero(new)
+    last = np.append(first[1:] - 1, len(s) - 1)
+    return s[first], run_end[last]
+
+
+def covered_before(u_start_ns: np.ndarray, u_end_ns: np.ndarray, t_ns: np.ndarray) -> np.ndarray:
+    """Covered time in ``(-inf, t]`` of a disjoint sorted union, for each ``t``.
+
+    ``covered_before(b) - covered_before(a)`` is the overlap of ``[a, b)`` with the union.
+    """
+    t = np.asarray(t_ns, np.int64)
+    if len(u_start_ns) == 0:
+        return np.zeros(len(t), np.int64)
+    cum = np.concatenate([[0], np.cumsum(u_end_ns - u_start_ns)])
+    idx = np.searchsorted(u_start_ns, t, side="right")  # intervals starting at or before t
+    prev = np.maximum(idx - 1, 0)
+    partial = np.where(idx > 0, np.clip(t - u_start_ns[prev], 0, u_end_ns[prev] - u_start_ns[prev]), 0)
+    return cum[prev] * (idx > 0) + partial
+
+
+def take_or(values: np.ndarray, idx: np.ndarray, fill: int = -1) -> np.ndarray:
+    """``values[idx]`` where ``idx >= 0``, else ``fill`` (safe when ``values`` is empty)."""
+    idx = np.asarray(idx, np.int64)
+    if len(values) == 0:
+        return np.full(len(idx), fill, dtype=np.int64)
+    return np.where(idx >= 0, values[np.maximum(idx, 0)], fill)
+
+
+def sorted_unique(values: np.ndarray) -> np.ndarray:
+    """``np.unique`` by sorting (faster than hashing for large int64 arrays)."""
+    s = np.sort(np.asarray(values), kind="stable")
+    if len(s) == 0:
+        return s
+    keep = np.empty(len(s), dtype=bool)
+    keep[0] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]
+
+
+def dense_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Dense id of each ``(a, b)`` pair (in sorted pair order), and the distinct ``a``, ``b``."""
+    order = np.lexsort((b, a))
+    sa, sb = a[order], b[order]
+    new = np.ones(len(a), dtype=bool)
+    if len(a):
+        new[1:] = (sa[1:] != sa[:-1]) | (sb[1:] != sb[:-1])
+    ids = np.empty(len(a), dtype=np.int64)
+    ids[order] = np.cumsum(new) - 1
+    return ids, sa[new], sb[new]

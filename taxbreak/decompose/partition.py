@@ -1,0 +1,150 @@
+"""The exact host partition: every ns of every host thread gets one label.
+
+For each host thread (pid, tid) the wall time runs from its first event start
+to its last event end. All event boundaries (plus step boundaries) cut it into
+elementary segments; each segment takes the label of the highest-priority
+category covering it, which for properly nested events is the innermost one:
+
+    launch_api  > sync > other_api > library > dispatch > python > untraced
+
+* ``launch_api``: inside a kernel/graph launch call;
+* ``sync``: inside a synchronize call (stream/device/event) or a blocking
+  ``cudaMemcpy`` (a memcpy call whose name has no ``Async``);
+* ``other_api``: any other runtime/driver call (async memcpy/memset, attributes, …);
+* ``library``: inside a cuBLAS/cuDNN API range but in no runtime call;
+* ``dispatch``: inside an ``aten::`` op but in no API call or library range;
+* ``python``: inside a Python frame, torch-level op or user annotation (step
+  markers excluded) but in no ATen op;
+* ``untraced``: no event at all.
+
+Sums per (thread, step) are integer ns and add up exactly to the wall time.
+Host work (all labels but ``sync`` and ``untraced``) is split into exposed
+(device idle) and hidden (device busy) orchestration against the union of all
+device activity.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .intervals import covered_before, dense_pairs, sorted_unique, union_intervals
+from .steps import Steps
+from .views import LAUNCH_API_KINDS, Views
+
+LABELS = ("untraced", "python", "dispatch", "library", "other_api", "sync", "launch_api")
+HOST_WORK = np.array([False, True, True, True, True, False, True])
+COLUMNS = {"python": "host_python_ns", "dispatch": "host_dispatch_ns", "library": "host_library_ns",
+           "launch_api": "host_launch_api_ns", "sync": "host_sync_ns", "other_api": "host_other_api_ns",
+           "untraced": "host_untraced_ns"}
+
+
+def _categories(views: Views, marker: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(lane, start, end, label index) of every covering interval."""
+    host, api = views.host, views.api
+    keep = ~marker
+    host_cat = np.where(host.is_aten, LABELS.index("dispatch"), LABELS.index("python"))[keep]
+    blocking_copy = (api.kind == "memcpy") & ~pd.Series(api.name, dtype=object).str.contains("Async", na=False).to_numpy()
+    api_cat = np.select(
+        [np.isin(api.kind, LAUNCH_API_KINDS), (api.kind == "sync") | blocking_copy, api.kind == "library"],
+        [LABELS.index("launch_api"), LABELS.index("sync"), LABELS.index("library")],
+        LABELS.index("other_api"))
+    lane = np.concatenate([host.lane[keep], api.lane])
+    start = np.concatenate([host.start_ns[keep], api.start_ns])
+    end = np.concatenate([host.end_ns[keep], api.end_ns])
+    return lane, start, end, np.concatenate([host_cat, api_cat]).astype(np.int64)
+
+
+def _lane_spans(views: Views) -> tuple[np.ndarray, np.ndarray]:
+    """First start and last end of every lane (all host events and API calls, markers included)."""
+    lane = np.concatenate([views.host.lane, views.api.lane])
+    start = np.concatenate([views.host.start_ns, views.api.start_ns])
+    end = np.concatenate([views.host.end_ns, views.api.end_ns])
+    lo = np.full(views.n_lanes, np.iinfo(np.int64).max)
+    hi = np.full(views.n_lanes, np.iinfo(np.int64).min)
+    np.minimum.at(lo, lane, start)
+    np.maximum.at(hi, lane, end)
+    return lo, hi
+
+
+def host_partition(views: Views, marker: np.ndarray, steps: Steps,
+                   busy: tuple[np.ndarray, np.ndarray]) -> pd.DataFrame:
+    """One row per (pid, tid, step): the host partition in ns (see module docstring)."""
+    if views.n_lanes == 0:
+        return _empty()
+    lane, start, end, cat = _categories(views, marker)
+    lo, hi = _lane_spans(views)
+    step_b = sorted_unique(np.concatenate([steps.table["start_ns"], steps.table["end_ns"]]).astype(np.int64))
+    # step boundaries cut every lane whose span they fall in
+    sl = np.repeat(np.arange(views.n_lanes), len(step_b))
+    st = np.tile(step_b, views.n_lanes)
+    inside = (st > lo[sl]) & (st < hi[sl])
+    p_lane = np.concatenate([lane, lane, np.arange(views.n_lanes), np.arange(views.n_lanes), sl[inside]])
+    p_time = np.concatenate([start, end, lo, hi, st[inside]])
+    values = sorted_unique(p_time)
+    width = np.int64(len(values) + 1)
+    p_key = p_lane * width + np.searchsorted(values, p_time)
+    keys = sorted_unique(p_key)
+    seg_lane = keys[:-1] // width
+    ok = seg_lane == keys[1:] // width
+    n_iv = len(start)
+    label = _labels(keys, p_key[:n_iv], p_key[n_iv:2 * n_iv], cat)[:-1][ok]
+    k0, k1, seg_lane = keys[:-1][ok], keys[1:][ok], seg_lane[ok]
+    t0, t1 = values[k0 % width], values[k1 % width]
+    return _aggregate(views, seg_lane, steps.assign(t0), t0, t1, label, busy)
+
+
+def _labels(keys: np.ndarray, s_key: np.ndarray, e_key: np.ndarray, cat: np.ndarray) -> np.ndarray:
+    """Highest-priority category open on each segment that starts at ``keys[i]`` (0 = untraced).
+
+    A +1/−1 sweep per category: open counts are the running sums of starts
+    minus ends at or before each boundary key.
+    """
+    n = len(keys)
+    s_pos = np.searchsorted(keys, s_key)
+    e_pos = np.searchsorted(keys, e_key)
+    label = np.zeros(n, dtype=np.int64)
+    for c in range(1, len(LABELS)):
+        sel = cat == c
+        delta = np.bincount(s_pos[sel], minlength=n) - np.bincount(e_pos[sel], minlength=n)
+        label[np.cumsum(delta) > 0] = c
+    return label
+
+
+def _aggregate(views: Views, seg_lane, seg_step, t0, t1, label, busy) -> pd.DataFrame:
+    """Sum segment durations per (lane, step) and label with ``np.bincount``."""
+    dur = t1 - t0
+    work = HOST_WORK[label]
+    hidden = (covered_before(busy[0], busy[1], t1) - covered_before(busy[0], busy[1], t0)) * work
+    exposed = dur * work - hidden
+    group, g_lane, g_step = dense_pairs(seg_lane, seg_step)
+    n = len(g_lane)
+    out = pd.DataFrame({"pid": views.lane_pid[g_lane], "tid": views.lane_tid[g_lane], "step": g_step})
+    for i, name in enumerate(LABELS):
+        sel = label == i
+        out[COLUMNS[name]] = _int_sums(group[sel], dur[sel], n)
+    out["host_wall_ns"] = _int_sums(group, dur, n)
+    out["exposed_orchestration_ns"] = _int_sums(group, exposed, n)
+    out["hidden_orchestration_ns"] = _int_sums(group, hidden, n)
+    return out
+
+
+def _int_sums(group: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """Exact int64 sums per group (``np.bincount`` would go through float64)."""
+    order = np.argsort(group, kind="stable")
+    g, v = group[order], values[order].astype(np.int64)
+    sums = np.zeros(n, dtype=np.int64)
+    if len(g):
+        starts = np.flatnonzero(np.concatenate([[True], g[1:] != g[:-1]]))
+        sums[g[starts]] = np.add.reduceat(v, starts)
+    return sums
+
+
+def _empty() -> pd.DataFrame:
+    cols = ["pid", "tid", "step", *COLUMNS.values(), "host_wall_ns", "exposed_orchestration_ns",
+            "hidden_orchestration_ns"]
+    return pd.DataFrame({c: pd.Series([], dtype=np.int64) for c in cols})
+
+
+def device_busy(start_ns: np.ndarray, end_ns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Union of device activity intervals over all devices."""
+    return union_intervals(start_ns, end_ns)

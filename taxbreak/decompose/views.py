@@ -1,0 +1,159 @@
+"""Numpy views of the canonical tables, with one dense lane id per host thread.
+
+The decomposer works on plain numpy arrays; this module converts the Arrow
+tables once (strings stay Arrow arrays until a DataFrame needs them).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..trace.tables import TraceTables
+from .intervals import dense_pairs
+
+LINKABLE_API_KINDS = ("launch", "graph_launch", "memcpy", "memset")
+LAUNCH_API_KINDS = ("launch", "graph_launch")
+DEVICE_WORK_KINDS = ("kernel", "memcpy", "memset")
+
+
+def _ints(table: pa.Table, column: str) -> np.ndarray:
+    return np.asarray(table.column(column).to_numpy(), dtype=np.int64)
+
+
+def _codes(table: pa.Table, column: str) -> tuple[np.ndarray, np.ndarray]:
+    """Dictionary codes (int64) and distinct values (object array) of a string column (nulls as "")."""
+    col = table.column(column)
+    if not pa.types.is_dictionary(col.type):
+        col = pc.dictionary_encode(pc.fill_null(col, ""))
+    col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if len(col) == 0 or col.dictionary is None:
+        return np.zeros(0, np.int64), np.zeros(0, dtype=object)
+    cats = np.asarray(pc.fill_null(col.dictionary.cast(pa.string()), "").to_numpy(zero_copy_only=False), dtype=object)
+    return np.asarray(pc.fill_null(col.indices, 0).to_numpy(zero_copy_only=False), np.int64), cats
+
+
+def _strs(table: pa.Table, column: str) -> np.ndarray:
+    """Object array of a string or dictionary column (nulls as "")."""
+    codes, cats = _codes(table, column)
+    return cats[codes] if len(codes) else np.zeros(0, dtype=object)
+
+
+@dataclass
+class Host:
+    """Host events (python frames, ops, annotations)."""
+
+    lane: np.ndarray
+    pid: np.ndarray
+    tid: np.ndarray
+    kind: np.ndarray
+    name: np.ndarray
+    start_ns: np.ndarray
+    end_ns: np.ndarray
+    external_id: np.ndarray
+    is_aten: np.ndarray  # kind op and name starting with aten::
+    name_codes: np.ndarray  # name = name_cats[name_codes]
+    name_cats: np.ndarray
+
+
+@dataclass
+class Api:
+    """Runtime/driver/library API calls."""
+
+    lane: np.ndarray
+    pid: np.ndarray
+    tid: np.ndarray
+    process: np.ndarray
+    kind: np.ndarray
+    name: np.ndarray
+    start_ns: np.ndarray
+    end_ns: np.ndarray
+    correlation: np.ndarray
+    external_id: np.ndarray
+    name_codes: np.ndarray
+    name_cats: np.ndarray
+
+
+@dataclass
+class Device:
+    """Device work (kernels, memcpy, memset); ``sync`` rows are not work."""
+
+    row: np.ndarray  # index into tables.device_activities
+    process: np.ndarray
+    kind: np.ndarray
+    names: pa.ChunkedArray
+    device: np.ndarray
+    stream: np.ndarray
+    start_ns: np.ndarray
+    end_ns: np.ndarray
+    correlation: np.ndarray
+
+
+@dataclass
+class Views:
+    host: Host
+    api: Api
+    device: Device
+    n_lanes: int
+    lane_pid: np.ndarray
+    lane_tid: np.ndarray
+
+
+def _host_with_nvtx(tables: TraceTables) -> pa.Table:
+    """Host events, plus host NVTX ranges as annotations when the trace has no annotation events.
+
+    Nsight traces carry ``record_function``/user ranges only as NVTX (the reader
+    puts ``aten::`` ranges in ``host_events`` and the rest in ``ranges``); they
+    play the role of Kineto ``user_annotation`` events. A Kineto trace that has
+    annotations keeps only those (its NVTX mirror would count twice).
+    """
+    he, r = tables.host_events, tables.ranges
+    if r.num_rows == 0 or (_strs(he, "kind") == "annotation").any():
+        return he
+    nvtx = r.filter(pc.equal(r.column("source").cast(pa.string()), "nvtx"))
+    if nvtx.num_rows == 0:
+        return he
+    n = nvtx.num_rows
+    minus = pa.array(np.full(n, -1, np.int64))
+    extra = pa.table({
+        "pid": nvtx.column("pid"), "tid": nvtx.column("tid"),
+        "kind": pa.array(["annotation"] * n, pa.string()), "name": nvtx.column("name"),
+        "start_ns": nvtx.column("start_ns"), "dur_ns": nvtx.column("dur_ns"), "external_id": minus,
+    })
+    cols = ["pid", "tid", "kind", "name", "start_ns", "dur_ns", "external_id"]
+    base = pa.table({c: he.column(c).cast(extra.schema.field(c).type) for c in cols})
+    return pa.concat_tables([base, extra])
+
+
+def build_views(tables: TraceTables) -> Views:
+    """Numpy views of ``tables`` with lanes shared by host events and API calls."""
+    he, ac = _host_with_nvtx(tables), tables.api_calls
+    pids = np.concatenate([_ints(he, "pid"), _ints(ac, "pid")])
+    tids = np.concatenate([_ints(he, "tid"), _ints(ac, "tid")])
+    lane, lane_pid, lane_tid = dense_pairs(pids, tids)
+    n_he = he.num_rows
+    kind = _strs(he, "kind")
+    is_aten = (kind == "op") & np.asarray(pc.fill_null(pc.starts_with(he.column("name"), "aten::"), False)
+                                          .to_numpy(zero_copy_only=False), dtype=bool)
+    h_codes, h_cats = _codes(he, "name")
+    host = Host(lane[:n_he], pids[:n_he], tids[:n_he], kind, h_cats[h_codes] if n_he else h_cats,
+                _ints(he, "start_ns"), _ints(he, "start_ns") + _ints(he, "dur_ns"), _ints(he, "external_id"),
+                is_aten, h_codes, h_cats)
+    a_codes, a_cats = _codes(ac, "name")
+    api = Api(lane[n_he:], pids[n_he:], tids[n_he:], _ints(ac, "process"), _strs(ac, "kind"),
+              a_cats[a_codes] if ac.num_rows else a_cats, _ints(ac, "start_ns"),
+              _ints(ac, "start_ns") + _ints(ac, "dur_ns"), _ints(ac, "correlation"), _ints(ac, "external_id"),
+              a_codes, a_cats)
+    return Views(host, api, _device(tables.device_activities), len(lane_pid), lane_pid, lane_tid)
+
+
+def _device(da: pa.Table) -> Device:
+    kind = _strs(da, "kind")
+    row = np.flatnonzero(np.isin(kind, DEVICE_WORK_KINDS))
+    take = pa.array(row)
+    start = _ints(da, "start_ns")[row]
+    return Device(row, _ints(da, "process")[row], kind[row], da.column("name").take(take),
+                  _ints(da, "device")[row], _ints(da, "stream")[row], start,
+                  start + _ints(da, "dur_ns")[row], _ints(da, "correlation")[row])

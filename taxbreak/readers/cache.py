@@ -1,0 +1,259 @@
+"""Parse cache: the `TraceTables` of a trace, kept as Parquet between runs.
+
+Parsing a 1 M-event Kineto trace costs seconds; reading its tables back from
+Parquet costs a fraction of that (docs/performance.md, "Scale"). An entry is
+keyed by everything that can change the parse result:
+
+    sha256(absolute path, size, mtime_ns, taxbreak.__version__, READER_FORMAT_VERSION, variant)
+
+so an edited, replaced or touched trace, a new taxbreak release or a reader
+change (bump :data:`READER_FORMAT_VERSION`) all miss. ``variant`` carries
+parse options that change the tables (``allow_truncated``).
+
+Layout, under ``taxbreak.trace.paths.cache_dir() / "parse"``::
+
+    <key>/host_events.parquet ... trace_meta.json   (TraceTables.to_parquet)
+    <key>/entry.json                                 written last: marks the entry complete
+
+Writers build an entry in a private temporary folder and ``rename`` it into
+place, so concurrent writers of one trace never leave a half-written entry
+(the loser's rename fails and its copy is removed). An entry that cannot be
+read is removed, the trace is parsed again and the rebuilt tables carry the
+``cache.corrupt_entry`` diagnostic. The cache is capped at
+``$TAXBREAK_CACHE_MAX_BYTES`` (default 5 GiB); the least recently used entries
+go first. :func:`clear_cache` empties it (``taxbreak cache clear``), and
+``$TAXBREAK_NO_CACHE=1`` turns it off for a whole process tree.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from .. import __version__
+from ..trace.paths import cache_dir
+from ..trace.tables import TraceTables
+
+log = logging.getLogger(__name__)
+
+# Bump when a reader changes what it writes into the tables for the same input.
+READER_FORMAT_VERSION = 1
+DEFAULT_MAX_BYTES = 5 * 1024**3
+ENTRY_FILE = "entry.json"
+_TMP_PREFIX = ".tmp-"
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    """What the parse cache holds: its folder, entry count and size in bytes."""
+
+    root: Path
+    entries: int
+    size_bytes: int
+
+
+def parse_cache_dir() -> Path:
+    """The folder of the parse cache (``cache_dir() / "parse"``)."""
+    return cache_dir() / "parse"
+
+
+def max_cache_bytes() -> int:
+    """The size cap: ``$TAXBREAK_CACHE_MAX_BYTES`` or 5 GiB (0 disables the cache writes)."""
+    raw = os.environ.get("TAXBREAK_CACHE_MAX_BYTES", "")
+    try:
+        return max(0, int(raw)) if raw else DEFAULT_MAX_BYTES
+    except ValueError:
+        log.debug("TAXBREAK_CACHE_MAX_BYTES=%r is not an integer; using the default", raw)
+        return DEFAULT_MAX_BYTES
+
+
+def cache_key(path: str | Path, variant: str = "") -> str:
+    """The entry name of ``path``: a hash of its identity, the tool and reader versions.
+
+    Raises:
+        OSError: when ``path`` cannot be stat'ed (the caller's parse reports it properly).
+    """
+    resolved = Path(path).resolve()
+    st = resolved.stat()
+    ident = [str(resolved), st.st_size, st.st_mtime_ns, __version__, READER_FORMAT_VERSION, variant]
+    return hashlib.sha256(json.dumps(ident).encode()).hexdigest()[:32]
+
+
+def cached_load(
+    path: str | Path,
+    parse: Callable[[Path], TraceTables],
+    *,
+    use_cache: bool | None = None,
+    variant: str = "",
+) -> TraceTables:
+    """``parse(path)``, served from the parse cache when an entry is there.
+
+    Args:
+        path: the trace file.
+        parse: the uncached parser (``readers.parse_trace`` with its options bound).
+        use_cache: False parses and neither reads nor writes the cache (``--no-cache``);
+            None (default) uses the cache unless ``$TAXBREAK_NO_CACHE`` is set to a non-zero value.
+        variant: parse options that change the result, folded into the key.
+
+    Returns:
+        The tables, identical to what ``parse`` returns (Parquet round trip).
+    """
+    src = Path(path)
+    if use_cache is None:
+        use_cache = os.environ.get("TAXBREAK_NO_CACHE", "") in ("", "0")
+    if not use_cache or not src.is_file():
+        return parse(src)  # a missing/odd path: let the parser raise its typed error
+    key = cache_key(src, variant)
+    entry = parse_cache_dir() / key
+    corrupt = False
+    if (entry / ENTRY_FILE).is_file():
+        tables = _read_entry(entry)
+        if tables is not None:
+            return tables
+        corrupt = True
+    tables = parse(src)
+    _store(tables, entry)
+    if corrupt:
+        tables.diagnostics.add("cache.corrupt_entry", 1, f"{entry} unreadable; parsed {src} again")
+    return tables
+
+
+def _read_entry(entry: Path) -> TraceTables | None:
+    """The tables of a complete entry, or None (and the entry removed) when unreadable."""
+    start = time.perf_counter()
+    try:
+        tables = TraceTables.from_parquet(entry)
+    except Exception as err:  # noqa: BLE001 - any unreadable entry is rebuilt, never fatal
+        log.debug("parse cache entry %s unreadable (%s: %s); rebuilding", entry, type(err).__name__, err)
+        shutil.rmtree(entry, ignore_errors=True)
+        return None
+    _touch(entry / ENTRY_FILE)
+    log.debug("parse cache hit %s in %.3f s", entry.name, time.perf_counter() - start)
+    return tables
+
+
+def _store(tables: TraceTables, entry: Path) -> None:
+    store_entry(entry, tables.to_parquet, {"path": tables.meta.path})
+
+
+def store_entry(entry: Path, write: Callable[[Path], object], record: dict) -> bool:
+    """Write a cache entry atomically: ``write(tmp)``, then ``entry.json``, then rename.
+
+    Shared by the parse cache and the analysis cache (``taxbreak.scale.analysis_cache``).
+    Never raises: a cache that cannot be written only costs time.
+
+    Returns:
+        True when this call stored the entry.
+    """
+    cap = max_cache_bytes()
+    if cap == 0:
+        return False
+    tmp = entry.parent / f"{_TMP_PREFIX}{entry.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    try:
+        write(tmp)
+        record = dict(record, written_at=time.time(), version=__version__)
+        (tmp / ENTRY_FILE).write_text(json.dumps(record))
+        os.rename(tmp, entry)  # atomic on POSIX; fails if another writer got there first
+    except (OSError, ValueError, TypeError) as err:  # disk full, permissions, an unserializable value
+        log.debug("cache entry %s not stored (%s)", entry.name, err)
+        shutil.rmtree(tmp, ignore_errors=True)
+        return False
+    prune_cache(cap)
+    return True
+
+
+def _touch(marker: Path) -> None:
+    try:
+        os.utime(marker)
+    except OSError:  # read-only cache: still usable, only the LRU order is stale
+        pass
+
+
+def cache_roots() -> list[Path]:
+    """Every cache kind sharing the size cap: parsed tables and analysis results."""
+    return [parse_cache_dir(), cache_dir() / "analysis"]
+
+
+def touch_entry(entry: Path) -> None:
+    """Mark ``entry`` as just used (least-recently-used eviction)."""
+    _touch(entry / ENTRY_FILE)
+
+
+def _entries() -> list[tuple[float, int, Path]]:
+    """(last use, size in bytes, folder) of each complete entry of every cache kind."""
+    found = []
+    for root in cache_roots():
+        if root.is_dir():
+            found += _entries_in(root)
+    return found
+
+
+def _entries_in(root: Path) -> list[tuple[float, int, Path]]:
+    found = []
+    for entry in root.iterdir():
+        marker = entry / ENTRY_FILE
+        if entry.name.startswith(_TMP_PREFIX) or not marker.is_file():
+            continue
+        try:
+            size = sum(f.stat().st_size for f in entry.iterdir() if f.is_file())
+            found.append((marker.stat().st_mtime, size, entry))
+        except OSError:  # removed by a concurrent clear/prune while listing
+            continue
+    return found
+
+
+def cache_stats() -> CacheStats:
+    """How many entries the caches hold (parsed tables and analyses) and their total size."""
+    entries = _entries()
+    return CacheStats(cache_dir(), len(entries), sum(size for _, size, _ in entries))
+
+
+def prune_cache(max_bytes: int) -> int:
+    """Remove the least recently used entries until the cache holds at most ``max_bytes``.
+
+    Returns:
+        The number of entries removed.
+    """
+    entries = sorted(_entries())  # oldest use first
+    total = sum(size for _, size, _ in entries)
+    removed = 0
+    for _, size, entry in entries:
+        if total <= max_bytes:
+            break
+        shutil.rmtree(entry, ignore_errors=True)
+        total -= size
+        removed += 1
+    return removed
+
+
+def clear_cache(stale_tmp_age_s: float = 3600.0) -> CacheStats:
+    """Empty the parse cache and the analysis cache.
+
+    Complete entries are removed; temporary folders of writers are removed only
+    when older than ``stale_tmp_age_s`` so a concurrent writer is not disturbed.
+
+    Returns:
+        What was removed (entries and bytes).
+    """
+    before = cache_stats()
+    for _, _, entry in _entries():
+        shutil.rmtree(entry, ignore_errors=True)
+    now = time.time()
+    for root in cache_roots():
+        if not root.is_dir():
+            continue
+        for tmp in root.glob(f"{_TMP_PREFIX}*"):
+            try:
+                is_stale = now - tmp.stat().st_mtime > stale_tmp_age_s
+            except OSError:  # its writer renamed or removed it meanwhile
+                continue
+            if is_stale:
+                shutil.rmtree(tmp, ignore_errors=True)
+    return before

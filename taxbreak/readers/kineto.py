@@ -1,0 +1,299 @@
+"""Reader for PyTorch-profiler (Kineto) Chrome-trace JSON, plain or gzip.
+
+Pipeline (docs/trace-model.md, docs/performance.md):
+
+1. bytes: read or inflate the file (:mod:`kineto_io`);
+2. top level: one msgspec pass validates the whole JSON and returns the small
+   top-level keys, keeping ``traceEvents`` as raw bytes; a truncated file is
+   detected here and, with ``allow_truncated``, its complete events recovered;
+3. events: the raw array is decoded in ~4 MB chunks into typed Structs
+   (:mod:`kineto_events`) and each chunk routed into table columns
+   (:mod:`kineto_columns`);
+4. tables: chunks concatenated, times made relative to the origin, nesting
+   depth/parent computed, schemas conformed, every input event accounted for.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+import pyarrow as pa
+
+from ..trace.diagnostics import Diagnostics
+from ..trace.errors import TraceFormatError
+from ..trace.nesting import nesting
+from ..trace.schema import TABLE_NAMES, conform, empty_table
+from ..trace.tables import TraceMeta, TraceTables
+from .kineto_columns import ColumnSink
+from .kineto_events import InvalidUtf8, chunk_indices, complete_prefix, find_events_array, gc_paused, iter_chunks
+from .kineto_io import read_trace_bytes
+
+_VERSION_KEYS = (
+    "schemaVersion", "displayTimeUnit", "traceName", "trace_id",
+    "cupti_version", "cuda_runtime_version", "cuda_driver_version",
+    "roctracer_version", "hip_runtime_version", "hip_driver_version",
+    "record_shapes", "with_stack", "profile_memory", "with_flops", "with_modules",
+)
+_BYTE_AT = re.compile(r"\(byte (\d+)\)")
+_UTF8_BOM = b"\xef\xbb\xbf"
+_NON_SPACE = re.compile(rb"\S")
+
+
+class _Top(msgspec.Struct):
+    """Top-level keys of a Kineto file; ``traceEvents`` kept as raw bytes."""
+
+    traceEvents: msgspec.Raw = msgspec.Raw()
+    deviceProperties: Any = None
+    baseTimeNanoseconds: Any = None
+    distributedInfo: Any = None
+    schemaVersion: Any = None
+    displayTimeUnit: Any = None
+    traceName: Any = None
+    trace_id: Any = None
+    cupti_version: Any = None
+    cuda_runtime_version: Any = None
+    cuda_driver_version: Any = None
+    roctracer_version: Any = None
+    hip_runtime_version: Any = None
+    hip_driver_version: Any = None
+    record_shapes: Any = None
+    with_stack: Any = None
+    profile_memory: Any = None
+    with_flops: Any = None
+    with_modules: Any = None
+
+
+_TOP = msgspec.json.Decoder(_Top)
+
+
+def read_kineto(path: str | Path, allow_truncated: bool = False) -> TraceTables:
+    """Read a Kineto Chrome-trace JSON (``.json`` or ``.json.gz``) into canonical tables.
+
+    Args:
+        path: the trace file.
+        allow_truncated: keep the complete events of a truncated file (with a
+            ``trace.truncated`` diagnostic) instead of raising ``json.truncated``.
+
+    Returns:
+        The five tables, :class:`TraceMeta` (devices, names, rank, versions,
+        accounting of every input event) and the diagnostics.
+
+    Raises:
+        TraceNotFoundError: ``input.not_found``, ``input.unreadable``.
+        TraceFormatError: ``input.empty``, ``gzip.truncated``, ``json.truncated``,
+            ``json.invalid``, ``kineto.no_events``, ``kineto.wrong_type``.
+    """
+    path = Path(path)
+    try:
+        return _read(path, allow_truncated, repair_utf8=False)
+    except InvalidUtf8:
+        # Strings that are not UTF-8 (house-style malformed corpus): decode with
+        # replacement and count the replaced sequences, rather than lose a whole
+        # trace over one kernel name.
+        return _read(path, allow_truncated, repair_utf8=True)
+
+
+def _read(path: Path, allow_truncated: bool, repair_utf8: bool) -> TraceTables:
+    data, gzip_truncation = read_trace_bytes(path, allow_truncated)
+    if _NON_SPACE.search(data) is None:  # not data.strip(): that would copy the whole trace
+        raise TraceFormatError("input.empty", "the trace is empty", str(path), hint="the profiler wrote nothing")
+    n_bad = 0
+    if repair_utf8:
+        data, n_bad = _repair_utf8(data)
+    top, sink, input_events, truncation = _decode(data, path, allow_truncated)
+    del data  # the JSON bytes go before the tables are assembled: a lower peak RSS
+    tables = _assemble(top, sink, path, input_events, truncation or gzip_truncation)
+    if n_bad:
+        tables.diagnostics.add("trace.invalid_utf8", n_bad, f"{n_bad} invalid byte sequences replaced by U+FFFD")
+    return tables
+
+
+def _repair_utf8(data: bytes | bytearray) -> tuple[bytes, int]:
+    text = bytes(data).decode("utf-8", errors="replace")
+    fixed = text.encode("utf-8")
+    return fixed, max(fixed.count("\ufffd".encode()) - bytes(data).count("\ufffd".encode()), 1)
+
+
+def _decode(data, path: Path, allow_truncated: bool) -> tuple["_Top", ColumnSink, int, str | None]:
+    """Decode every event into column chunks; no reference to ``data`` survives."""
+    view = memoryview(data)
+    if bytes(view[:3]) == _UTF8_BOM:
+        view = view[3:]
+    top, events, truncation = _decode_top(view, path, allow_truncated)
+    sink = ColumnSink()
+    input_events = 0
+    with gc_paused():
+        for first, chunk, bad in iter_chunks(events):
+            sink.add_bad(bad)
+            sink.add_chunk(chunk, chunk_indices(first, len(chunk), bad))
+            input_events += len(chunk) + len(bad)
+            del chunk, bad  # free this chunk's Structs before the next one is decoded
+    top.traceEvents = msgspec.Raw()
+    return top, sink, input_events, truncation
+
+
+def _decode_top(view: memoryview, path: Path, allow_truncated: bool) -> tuple[_Top, memoryview, str | None]:
+    """Validate the whole file and return its top level and the raw events array."""
+    head = bytes(view[:64]).lstrip()
+    try:
+        if head[:1] == b"[":  # Chrome "JSON Array Format": the file is the event list
+            return _Top(), memoryview(msgspec.json.decode(view, type=msgspec.Raw)), None
+        if head[:1] != b"{":
+            msgspec.json.decode(view, type=msgspec.Raw)
+            raise TraceFormatError("kineto.wrong_type", "the JSON value is not an object", str(path),
+                                   hint="a Kineto trace is a JSON object with a traceEvents list")
+        top = _TOP.decode(view)
+    except msgspec.ValidationError as err:
+        raise TraceFormatError("kineto.wrong_type", str(err), str(path)) from err
+    except msgspec.DecodeError as err:
+        if "UTF-8" in str(err):
+            raise InvalidUtf8(str(err)) from err
+        if "truncated" not in str(err):
+            raise _invalid_json(err, view, path) from err
+        return _recover_truncated(view, path, allow_truncated)
+    events = memoryview(top.traceEvents)
+    if len(events) == 0:
+        raise TraceFormatError("kineto.no_events", "a JSON object without traceEvents", str(path),
+                               hint="is this a PyTorch profiler (Kineto) trace?")
+    if events[0] != ord("["):
+        raise TraceFormatError("kineto.wrong_type", "traceEvents is not a list", str(path),
+                               location="$.traceEvents", hint="traceEvents must be a JSON array of events")
+    return top, events, None
+
+
+def _invalid_json(err: msgspec.DecodeError, view: memoryview, path: Path) -> TraceFormatError:
+    match = _BYTE_AT.search(str(err))
+    offset = int(match.group(1)) if match else None
+    context = ""
+    if offset is not None:
+        context = bytes(view[max(offset - 30, 0): offset + 30]).decode("utf-8", errors="replace")
+    return TraceFormatError(
+        "json.invalid",
+        _BYTE_AT.sub("", str(err)).replace("JSON is malformed: ", "invalid JSON: ").strip(),
+        str(path),
+        location=f"byte {offset:,}" if offset is not None else None,
+        hint=f"near: {context!r}" if context else "the file is not JSON",
+    )
+
+
+def _recover_truncated(view: memoryview, path: Path, allow_truncated: bool) -> tuple[_Top, memoryview, str]:
+    """Keep the complete events of a file that ends early (Perfetto does the same)."""
+    array_start = find_events_array(view)
+    cut, n_complete = (0, 0) if array_start is None else complete_prefix(view, array_start)
+    last = f"; last complete event traceEvents[{n_complete - 1}]" if n_complete else "; no complete event"
+    if not allow_truncated:
+        raise TraceFormatError(
+            "json.truncated",
+            "unexpected end of data",
+            str(path),
+            location=f"byte {len(view):,}{last}",
+            hint=f"profiler probably killed mid-write; {n_complete:,} complete events usable with --allow-truncated",
+        )
+    if array_start is None:
+        return _Top(), memoryview(b"[]"), f"truncated at byte {len(view):,} before traceEvents"
+    events = memoryview(b"".join((view[array_start:cut], b"]")))
+    try:  # the keys before traceEvents (deviceProperties, baseTimeNanoseconds) are complete
+        top = _TOP.decode(b"".join((view[:array_start], b"[]}")))
+    except msgspec.MsgspecError:
+        top = _Top()
+    return top, events, f"truncated at byte {len(view):,}; {n_complete:,} complete events kept"
+
+
+def _assemble(top: _Top, sink: ColumnSink, path: Path, input_events: int, truncation: str | None) -> TraceTables:
+    diags = sink.diagnostics
+    meta = _meta(top, sink, path, diags)
+    relative = meta.time_base == "kineto_relative"
+    raw_tables = sink.tables(0 if relative else (meta.origin_ns or 0))
+    tables = {name: _finish_table(name, raw_tables.get(name)) for name in TABLE_NAMES}
+    if truncation:
+        diags.add("trace.truncated", 1, truncation)
+    diags.add("event.metadata", sink.counts["metadata"], "process_name / thread_name / labels")
+    meta.input_events = input_events
+    meta.event_counts = {name: tables[name].num_rows for name in TABLE_NAMES}
+    meta.event_counts["metadata"] = sink.counts["metadata"]
+    meta.event_counts["dropped"] = sink.counts["dropped"]
+    return TraceTables(**tables, meta=meta, diagnostics=diags)
+
+
+def _finish_table(name: str, table: pa.Table | None) -> pa.Table:
+    """Add nesting columns and conform to the canonical schema."""
+    if table is None:
+        return empty_table(name)
+    if name == "host_events":
+        depth, parent = _nesting(table, "pid", "tid")
+        row_id = table.column("row_id").to_numpy()
+        parent_row = np.where(parent >= 0, row_id[np.maximum(parent, 0)], -1)
+        table = table.append_column("depth", pa.array(depth)).append_column("parent", pa.array(parent_row))
+    elif name == "ranges":
+        depth, _ = _nesting(table, "pid", "tid")
+        table = table.append_column("depth", pa.array(depth))
+    return conform(name, table)
+
+
+def _nesting(table: pa.Table, pid: str, tid: str) -> tuple[np.ndarray, np.ndarray]:
+    """Depth and parent index on each (pid, tid) lane (trace.nesting)."""
+    pids = table.column(pid).to_numpy()
+    tids = table.column(tid).to_numpy()
+    order = np.lexsort((tids, pids))
+    new_lane = np.ones(len(order), dtype=bool)
+    new_lane[1:] = (np.diff(pids[order]) != 0) | (np.diff(tids[order]) != 0)
+    lane = np.empty(len(order), dtype=np.int64)
+    lane[order] = np.cumsum(new_lane) - 1
+    return nesting(lane, table.column("start_ns").to_numpy(), table.column("dur_ns").to_numpy())
+
+
+def _meta(top: _Top, sink: ColumnSink, path: Path, diags: Diagnostics) -> TraceMeta:
+    base = top.baseTimeNanoseconds
+    relative = type(base) is int
+    meta = TraceMeta(
+        source_format="kineto",
+        format_version="" if top.schemaVersion is None else str(top.schemaVersion),
+        producer_version=_producer(top),
+        path=str(path),
+        origin_ns=base if relative else sink.min_ts_ns,
+        time_base="kineto_relative" if relative else "kineto_epoch_us",
+        devices=_devices(top.deviceProperties, diags),
+        rank=_rank(top.distributedInfo),
+        extra={key: getattr(top, key) for key in _VERSION_KEYS if getattr(top, key) is not None},
+    )
+    if top.distributedInfo is not None:
+        meta.extra["distributedInfo"] = top.distributedInfo
+    _names_from_metadata(meta, sink.metadata)
+    return meta
+
+
+def _producer(top: _Top) -> str:
+    if top.cupti_version is not None:
+        return f"cupti {top.cupti_version}"
+    if top.roctracer_version is not None:
+        return f"roctracer {top.roctracer_version}"
+    return ""
+
+
+def _devices(props: Any, diags: Diagnostics) -> list[dict]:
+    devices = [d for d in props if isinstance(d, dict)] if isinstance(props, list) else []
+    if not devices:
+        diags.add("trace.no_device_info", 1, "no deviceProperties in the trace")
+    return devices
+
+
+def _rank(info: Any) -> int | None:
+    if isinstance(info, dict) and type(info.get("rank")) is int:
+        return info["rank"]
+    return None
+
+
+def _names_from_metadata(meta: TraceMeta, metadata: list[tuple]) -> None:
+    labels = {}
+    for name, pid, tid, value, label in metadata:
+        if name == "process_name" and isinstance(value, str):
+            meta.process_names[str(pid)] = value
+        elif name == "thread_name" and isinstance(value, str):
+            meta.thread_names[f"{pid}:{tid}"] = value
+        elif name == "process_labels" and label is not None:
+            labels[str(pid)] = label
+    if labels:
+        meta.extra["process_labels"] = labels

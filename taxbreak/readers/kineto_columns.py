@@ -1,0 +1,313 @@
+"""Per-chunk extraction of Kineto events into the columns of the canonical tables.
+
+Each chunk of decoded events is routed (one code per event, see
+:mod:`kineto_vocab`), its ``ts``/``dur`` texts are turned into exact ns in bulk,
+and each table's columns are pulled out with one list comprehension per field
+and stored as numpy/Arrow arrays. Times stay absolute here; the reader subtracts
+the origin once every chunk is in.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+import pyarrow as pa
+
+from ..trace.diagnostics import Diagnostics
+from . import kineto_vocab as V
+from .kineto_events import Args, Event, InvalidUtf8
+from .kineto_text import MISSING, OK, WRONG_TYPE, int_ids, us_text_to_ns
+
+_NO_ARGS = Args()
+_HOST_KINDS = pa.array(["python", "op", "annotation"])  # in route order HOST_PY, HOST_OP, HOST_ANN
+_DEVICE_KINDS = pa.array(["kernel", "memcpy", "memset", "sync"])  # DEV_KERNEL .. DEV_SYNC
+_DROP_CODES = {
+    V.INSTANT: "event.instant",
+    V.BEGIN_END: "event.begin_end",
+    V.UNKNOWN_CAT: "event.unknown_category",
+    V.UNSUPPORTED_PH: "event.unsupported_phase",
+    V.MISSING_FIELD: "event.missing_field",
+    V.WRONG_TYPE: "event.wrong_type",
+}
+
+
+class ColumnSink:
+    """Accumulates the columns of every table over the chunks of one trace."""
+
+    def __init__(self) -> None:
+        self.parts: dict[str, dict[str, list]] = {t: defaultdict(list) for t in _TABLES}
+        self.diagnostics = Diagnostics()
+        self.counts: dict[str, int] = defaultdict(int)
+        self.metadata: list[tuple] = []  # (name, pid, tid, args.name, args.labels) of M events
+        self.min_ts_ns: int | None = None
+
+    def add_bad(self, bad: list[tuple[int, str]]) -> None:
+        """Events a chunk could not decode with their types (wrong JSON type)."""
+        for _, message in bad:
+            self._drop(V.WRONG_TYPE, 1, message)
+
+    def add_chunk(self, events: list[Event], row_ids: np.ndarray) -> None:
+        """Route and extract one chunk of decoded events."""
+        if not events:
+            return
+        ts_ns, ts_state = us_text_to_ns([e.ts for e in events])
+        route = _routes(events, ts_state)
+        self._count_drops(events, row_ids, route)
+        meta_idx = np.flatnonzero(route == V.META)
+        self.metadata.extend(_metadata(events, meta_idx))
+        self.counts["metadata"] += len(meta_idx)
+        complete = np.flatnonzero(route <= V.RANGE)
+        dur_ns = self._durations(events, row_ids, complete, route)
+        placed = route <= V.FLOW
+        if placed.any():
+            low = int(ts_ns[placed].min())
+            self.min_ts_ns = low if self.min_ts_ns is None else min(self.min_ts_ns, low)
+        for table, extract in _EXTRACTORS.items():
+            low, high = _TABLE_ROUTES[table]
+            idx = np.flatnonzero((route >= low) & (route <= high))
+            if len(idx):
+                sel = [events[i] for i in idx.tolist()]
+                cols = extract(sel, route[idx], ts_ns[idx], dur_ns[idx])
+                cols["row_id"] = row_ids[idx]
+                for name, col in cols.items():
+                    self.parts[table][name].append(col)
+                self.counts[table] += len(idx)
+
+    def _durations(self, events, row_ids, complete, route) -> np.ndarray:
+        """Durations of complete (X) events: missing -> 0, negative -> clamped to 0, both counted."""
+        dur_ns = np.zeros(len(events), dtype=np.int64)
+        if not len(complete):
+            return dur_ns
+        values, state = us_text_to_ns([events[i].dur for i in complete.tolist()])
+        self._note(state == MISSING, complete, row_ids, events, "event.missing_dur")
+        wrong = state == WRONG_TYPE
+        if wrong.any():  # a dur that is not a number: the event cannot be placed
+            self._note(wrong, complete, row_ids, events, "event.wrong_type")
+            route[complete[wrong]] = V.WRONG_TYPE
+            self.counts["dropped"] += int(wrong.sum())
+        negative = values < 0
+        self._note(negative, complete, row_ids, events, "event.negative_dur")
+        dur_ns[complete] = np.maximum(values, 0)
+        return dur_ns
+
+    def _note(self, mask, idx, row_ids, events, code) -> None:
+        if mask.any():
+            first = int(idx[np.argmax(mask)])
+            self.diagnostics.add(code, int(mask.sum()), _example(events[first], int(row_ids[first])))
+
+    def _count_drops(self, events, row_ids, route) -> None:
+        for code in _DROP_CODES:
+            hit = route == code
+            if hit.any():
+                first = int(np.argmax(hit))
+                self._drop(code, int(hit.sum()), _example(events[first], int(row_ids[first])))
+
+    def _drop(self, route_code: int, count: int, example: str) -> None:
+        self.diagnostics.add(_DROP_CODES[route_code], count, example)
+        self.counts["dropped"] += count
+
+    def tables(self, origin_ns: int) -> dict[str, pa.Table]:
+        """Concatenate the chunks of each table, times made relative to ``origin_ns``."""
+        out = {}
+        for table, parts in self.parts.items():
+            cols = {name: _concat(chunks) for name, chunks in parts.items()}
+            for name in ("start_ns", "ts_ns"):
+                if name in cols:
+                    cols[name] = cols[name] - np.int64(origin_ns)
+            out[table] = pa.table(cols) if cols else None
+        return out
+
+
+def _example(event: Event, row: int) -> str:
+    return f"traceEvents[{row}]: ph={event.ph!r} cat={event.cat!r} name={str(event.name)[:80]!r}"
+
+
+def _routes(events: list[Event], ts_state: np.ndarray) -> np.ndarray:
+    """One route code per event (table, metadata or the reason it is dropped)."""
+    complete, unknown, missing = V.COMPLETE_ROUTES, V.UNKNOWN_CAT, V.MISSING_FIELD
+    phases = {**V.PHASE_ROUTES, None: missing}
+    route = np.array(
+        [
+            (complete.get(e.cat, unknown) if e.ph == "X" else phases.get(e.ph, V.UNSUPPORTED_PH))
+            if e.name is not None else missing
+            for e in events
+        ],
+        dtype=np.int8,
+    )
+    needs_ts = route != V.META
+    route[needs_ts & (ts_state == MISSING)] = V.MISSING_FIELD
+    route[needs_ts & (ts_state == WRONG_TYPE)] = V.WRONG_TYPE
+    return route
+
+
+def _metadata(events: list[Event], idx: np.ndarray) -> list[tuple]:
+    out = []
+    for i in idx.tolist():
+        e = events[i]
+        args = e.args or _NO_ARGS
+        out.append((e.name, e.pid, e.tid, args.name, args.labels))
+    return out
+
+
+def _args(sel: list[Event]) -> list[Args]:
+    return [e.args or _NO_ARGS for e in sel]
+
+
+def _ids(values: list) -> np.ndarray:
+    return int_ids(values)
+
+
+def _names(sel: list[Event]) -> pa.Array:
+    return _strings([e.name for e in sel])
+
+
+def _strings(values: list) -> pa.Array:
+    """A string column, dictionary-encoded per chunk: names repeat heavily, and
+    this keeps the columns small while the JSON bytes are still in memory. The
+    canonical plain ``string`` type is restored once, when the tables are conformed."""
+    return pa.array(values, type=pa.string()).dictionary_encode()
+
+
+def _raw_text(raws: list) -> pa.Array:
+    """Raw JSON values as text (the replay needs the exact shapes); null when absent.
+
+    Built straight from Arrow buffers (one join, no per-value ``bytes``/``str``).
+    """
+    lengths = np.fromiter(map(len, raws), dtype=np.int64, count=len(raws))
+    if not lengths.any():
+        return pa.nulls(len(raws), type=pa.string())
+    offsets = np.zeros(len(raws) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    valid = np.packbits(lengths > 0, bitorder="little")
+    array = pa.LargeStringArray.from_buffers(
+        len(raws), pa.py_buffer(offsets), pa.py_buffer(b"".join(raws)), pa.py_buffer(valid)
+    )
+    try:  # args text is skipped by the typed decoder, so its UTF-8 is checked here
+        array.validate(full=True)
+    except pa.ArrowInvalid as err:
+        raise InvalidUtf8(str(err)) from err
+    return array.cast(pa.string()).dictionary_encode()
+
+
+def _host(sel, route, ts_ns, dur_ns) -> dict:
+    args = _args(sel)
+    kinds = _HOST_KINDS.take(pa.array(route - V.HOST_PY))  # one Arrow take, no per-row Python
+    return {
+        "pid": _ids([e.pid for e in sel]),
+        "tid": _ids([e.tid for e in sel]),
+        "kind": kinds,
+        "name": _names(sel),
+        "start_ns": ts_ns,
+        "dur_ns": dur_ns,
+        "external_id": _ids([a.external_id for a in args]),
+        "python_id": _ids([a.python_id for a in args]),
+        "python_parent_id": _ids([a.python_parent_id for a in args]),
+        "sequence_nr": _ids([a.sequence_nr for a in args]),
+        "input_dims": _raw_text([a.input_dims for a in args]),
+        "input_types": _raw_text([a.input_types for a in args]),
+        "input_strides": _raw_text([a.input_strides for a in args]),
+        "concrete_inputs": _raw_text([a.concrete_inputs for a in args]),
+    }
+
+
+def _api(sel, route, ts_ns, dur_ns) -> dict:
+    args = _args(sel)
+    names = [e.name for e in sel]
+    api_names = [V.normalize_api_name(n) for n in names]
+    return {
+        "process": np.zeros(len(sel), dtype=np.int64),  # one correlation namespace per Kineto file
+        "pid": _ids([e.pid for e in sel]),
+        "tid": _ids([e.tid for e in sel]),
+        "domain": _strings([V.api_domain(e.cat, n) for e, n in zip(sel, api_names)]),
+        "kind": _strings([V.api_kind(n) for n in api_names]),
+        "name": _strings(names),
+        "api_name": _strings(api_names),
+        "start_ns": ts_ns,
+        "dur_ns": dur_ns,
+        "correlation": _ids([a.correlation for a in args]),
+        "external_id": _ids([a.external_id for a in args]),
+        "cbid": _ids([a.cbid for a in args]),
+    }
+
+
+def _device(sel, route, ts_ns, dur_ns) -> dict:
+    args = _args(sel)
+    kinds = _DEVICE_KINDS.take(pa.array(route - V.DEV_KERNEL))
+    cols = {
+        "process": np.zeros(len(sel), dtype=np.int64),
+        "kind": kinds,
+        "name": _names(sel),
+        # GPU events carry pid = device, tid = stream; args say it explicitly when present
+        "device": _ids([a.device if a.device is not None else e.pid for a, e in zip(args, sel)]),
+        "stream": _ids([a.stream if a.stream is not None else e.tid for a, e in zip(args, sel)]),
+        "context": _ids([a.context for a in args]),
+        "start_ns": ts_ns,
+        "dur_ns": dur_ns,
+        "correlation": _ids([a.correlation for a in args]),
+        "external_id": _ids([a.external_id for a in args]),
+        "registers": _ids([a.registers for a in args]),
+        "shared_mem_bytes": _ids([a.shared_memory for a in args]),
+        "bytes": _ids([a.bytes for a in args]),
+        "graph_id": _ids([a.graph_id for a in args]),
+        "graph_node_id": _ids([a.graph_node_id for a in args]),
+    }
+    for key in ("grid", "block"):
+        triples = [_triple(getattr(a, key)) for a in args]
+        for axis, suffix in enumerate("xyz"):
+            cols[f"{key}_{suffix}"] = _ids([t[axis] for t in triples])
+    return cols
+
+
+def _triple(value) -> tuple:
+    if type(value) is list and len(value) == 3:
+        return value
+    return (None, None, None)
+
+
+def _ranges(sel, route, ts_ns, dur_ns) -> dict:
+    args = _args(sel)
+    return {
+        "source": _strings(["gpu_annotation"] * len(sel)),
+        "name": _names(sel),
+        "pid": _ids([e.pid for e in sel]),  # device id
+        "tid": _ids([e.tid for e in sel]),  # stream
+        "start_ns": ts_ns,
+        "dur_ns": dur_ns,
+        "external_id": _ids([a.external_id for a in args]),
+        "domain": pa.nulls(len(sel), type=pa.string()),
+    }
+
+
+def _flows(sel, route, ts_ns, dur_ns) -> dict:
+    return {
+        "flow_id": _ids([e.id for e in sel]),
+        "category": _strings([e.cat for e in sel]),
+        "phase": _strings([e.ph for e in sel]),
+        "pid": _ids([e.pid for e in sel]),
+        "tid": _ids([e.tid for e in sel]),
+        "ts_ns": ts_ns,
+    }
+
+
+def _concat(chunks: list):
+    if isinstance(chunks[0], np.ndarray):
+        return np.concatenate(chunks) if len(chunks) > 1 else chunks[0]
+    return pa.chunked_array(chunks)
+
+
+_EXTRACTORS = {
+    "host_events": _host,
+    "api_calls": _api,
+    "device_activities": _device,
+    "ranges": _ranges,
+    "flows": _flows,
+}
+_TABLES = tuple(_EXTRACTORS)
+# (lowest, highest) route code of each table: the codes of one table are consecutive
+_TABLE_ROUTES = {
+    "host_events": (V.HOST_PY, V.HOST_ANN),
+    "api_calls": (V.API, V.API),
+    "device_activities": (V.DEV_KERNEL, V.DEV_SYNC),
+    "ranges": (V.RANGE, V.RANGE),
+    "flows": (V.FLOW, V.FLOW),
+}

@@ -1,0 +1,147 @@
+"""Exact decoding of Kineto numbers and ids, vectorized.
+
+Kineto writes ``ts``/``dur`` in microseconds with a 3-digit ns fraction
+(``ns/1000 "." ns%1000``, libkineto ``output_json.cpp``). Old traces hold
+absolute epoch µs such as ``1695835573023613.123``: 19 significant digits, more
+than a float64 keeps (~16), so the reader never goes through float. It keeps the
+raw JSON text of each value (``msgspec.Raw``) and turns a whole column of texts
+into int64 ns at once with numpy: the digits left of the dot weigh
+``10**(k + 3)`` ns, the first three right of it ``100, 10, 1`` ns.
+Sub-ns digits are truncated. Texts the fast path cannot read (exponents,
+quoted strings, ``null``) go through a small per-value path.
+"""
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+
+import numpy as np
+
+OK = 0
+MISSING = 1
+WRONG_TYPE = 2
+
+_POW10 = np.array([10**k for k in range(19)], dtype=np.int64)
+_COMMA = ord(",")
+_DOT = ord(".")
+_MINUS = ord("-")
+
+
+def us_text_to_ns(texts: list) -> tuple[np.ndarray, np.ndarray]:
+    """Microsecond JSON number texts to exact int64 nanoseconds.
+
+    Args:
+        texts: one bytes-like JSON text per value (``msgspec.Raw``); an empty
+            text means the field was absent.
+
+    Returns:
+        ``(ns, state)``: int64 ns (0 where not OK) and uint8 state per value:
+        ``OK``, ``MISSING`` (absent or ``null``) or ``WRONG_TYPE``.
+    """
+    n = len(texts)
+    if n == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.uint8)
+    joined = b",".join(texts) + b","
+    buf = np.frombuffer(joined, dtype=np.uint8)
+    ends = np.flatnonzero(buf == _COMMA)
+    if len(ends) != n:  # a text holds a comma itself (a list or a string): not a number
+        return _slow_column(texts, np.arange(n), np.zeros(n, np.int64), np.zeros(n, np.uint8))
+    ns, state = _fast_column(buf, ends)
+    redo = np.flatnonzero(state == WRONG_TYPE)
+    if len(redo):
+        _slow_column(texts, redo, ns, state)
+    return ns, state
+
+
+def _fast_column(buf: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Plain decimal texts (``-?digits(.digits)?``) separated by commas at ``ends``."""
+    n = len(ends)
+    starts = np.empty(n, dtype=np.int64)
+    starts[0] = 0
+    starts[1:] = ends[:-1] + 1
+    tok = np.repeat(np.arange(n), ends - starts + 1)  # token index of every byte, its comma included
+    is_digit = (buf >= 48) & (buf <= 57)
+    is_dot = buf == _DOT
+    is_minus = buf == _MINUS
+    bad = ~(is_digit | is_dot | is_minus | (buf == _COMMA))
+    state = np.zeros(n, dtype=np.uint8)
+    state[tok[bad]] = WRONG_TYPE
+    dots = np.flatnonzero(is_dot)
+    dot_tok = tok[dots]
+    dup = dot_tok[np.flatnonzero(np.diff(dot_tok) == 0)] if len(dots) > 1 else dot_tok[:0]
+    state[dup] = WRONG_TYPE
+    dot_at = ends.copy()
+    dot_at[dot_tok] = dots
+    minus_pos = np.flatnonzero(is_minus)
+    state[tok[minus_pos[minus_pos != starts[tok[minus_pos]]]]] = WRONG_TYPE  # '-' only first
+    digits = np.flatnonzero(is_digit)
+    d_tok = tok[digits]
+    rel = dot_at[d_tok] - digits  # >0: integer digit, <0: fraction digit
+    exp = np.where(rel > 0, rel + 2, 3 + rel)
+    state[d_tok[exp > 18]] = WRONG_TYPE  # beyond int64 ns
+    keep = (exp >= 0) & (exp <= 18)
+    contrib = np.zeros(len(buf), dtype=np.int64)
+    contrib[digits[keep]] = (buf[digits[keep]].astype(np.int64) - 48) * _POW10[exp[keep]]
+    ns = np.add.reduceat(contrib, starts)
+    ns[is_minus[starts]] *= -1
+    lens = ends - starts
+    n_digits = np.bincount(d_tok, minlength=n)
+    state[(n_digits == 0) & (state == OK)] = WRONG_TYPE
+    state[lens == 0] = MISSING
+    ns[state != OK] = 0
+    return ns, state
+
+
+def _slow_column(texts: list, idx: np.ndarray, ns: np.ndarray, state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-value decoding of the few texts the fast path rejected (rare)."""
+    for i in idx.tolist():
+        value, st = _one_us_text_to_ns(bytes(texts[i]))
+        ns[i] = value
+        state[i] = st
+    return ns, state
+
+
+def _one_us_text_to_ns(text: bytes) -> tuple[int, int]:
+    text = text.strip()
+    if not text or text == b"null":
+        return 0, MISSING
+    if text[:1] in (b'"', b"[", b"{", b"t", b"f"):
+        return 0, WRONG_TYPE
+    try:
+        value = int(Decimal(text.decode("ascii")) * 1000)
+    except (InvalidOperation, UnicodeDecodeError, ValueError, OverflowError):
+        return 0, WRONG_TYPE
+    if not -(2**63) <= value < 2**63:
+        return 0, WRONG_TYPE
+    return value, OK
+
+
+def int_ids(values: list, default: int = -1) -> np.ndarray:
+    """JSON ids (pid, tid, correlation, stream...) to int64; -1 where absent.
+
+    Kineto ids are ints, but real traces also hold strings: ``pid "Spans"``,
+    ROCm ``stream "0x0"``. Numeric and hex strings are read as numbers; other
+    strings and missing values become ``default``; float values are truncated
+    (Kineto ids are integers; only ``blocks per SM``-like args are floats).
+    Values above the int64 range (uint64 tids) wrap to their two's complement.
+    """
+    for attempt in (lambda: values, lambda: [default if v is None else v for v in values]):
+        try:  # first all ints, then the common mix of ints and absent values
+            ids = np.array(attempt(), dtype=np.int64)
+        except (TypeError, ValueError, OverflowError):
+            continue
+        if ids.shape == (len(values),):  # equal-length lists would make a 2-D array
+            return ids
+    return np.array([_one_id(v, default) for v in values], dtype=np.int64)
+
+
+def _one_id(value, default: int) -> int:
+    if type(value) is int:
+        return value - 2**64 if value >= 2**63 else (value if value >= -(2**63) else default)
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return _one_id(int(value.strip(), 0), default)
+        except ValueError:
+            return default
+    return default

@@ -1,0 +1,141 @@
+"""Nsight Systems reader: SQLite export (or .nsys-rep via ``nsys export``) -> TraceTables.
+
+Times stay as exported: int64 ns from the capture start (``time_base``
+``nsys_session``); ``meta.origin_ns`` is that start in UTC epoch ns when the
+export records it. Every row of the event tables (CUDA API, cuBLAS/cuDNN,
+kernel/memcpy/memset/sync activity, NVTX) lands in exactly one canonical
+table, in TraceMeta (NVTX naming records) or in a counted diagnostic:
+``meta.input_events == sum(meta.event_counts.values())``.
+The table layout the reader needs is in docs/trace-model-nsys.md.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from taxbreak.trace.diagnostics import Diagnostics
+from taxbreak.trace.errors import ToolMissingError, TraceFormatError, TraceNotFoundError
+from taxbreak.trace.tables import TraceTables
+
+from .nsys_api import read_api_calls
+from .nsys_db import NsysDb, open_export
+from .nsys_device import device_ids, read_device_activities
+from .nsys_meta import read_meta
+from .nsys_nvtx import NvtxResult, read_nvtx
+
+log = logging.getLogger(__name__)
+
+NSYS_INSTALL_HINT = (
+    "install NVIDIA Nsight Systems (the `nsys` CLI, e.g. the nsight-systems-cli package from "
+    "developer.nvidia.com/nsight-systems) and put it on PATH, or export on a machine that has it: "
+    "`nsys export --type sqlite --output trace.sqlite report.nsys-rep`"
+)
+
+
+def read_nsys(path: str | os.PathLike) -> TraceTables:
+    """Read an Nsight Systems SQLite export into the canonical tables.
+
+    Args:
+        path: a ``.sqlite`` file written by ``nsys export --type sqlite`` (schema 2.x or 3.x).
+
+    Returns:
+        TraceTables with ``api_calls``, ``device_activities``, ``host_events``
+        (ATen and custom dispatcher ops from ``emit_nvtx`` ranges), ``ranges`` (other NVTX ranges),
+        an empty ``flows``, meta and diagnostics.
+
+    Raises:
+        TraceNotFoundError: the file is missing, empty or unreadable.
+        UnsupportedFormatError: ``nsys.not_an_export``.
+        TraceFormatError: ``nsys.corrupt``.
+    """
+    started = time.perf_counter()
+    db = open_export(Path(path))
+    try:
+        tables = _read_tables(db)
+    finally:
+        db.conn.close()
+    log.debug("read %s in %.3f s: %s", path, time.perf_counter() - started, tables.meta.event_counts)
+    return tables
+
+
+def read_nsys_rep(path: str | os.PathLike, timeout_s: float | None = None) -> TraceTables:
+    """Export an ``.nsys-rep`` with the ``nsys`` CLI to a temporary SQLite file and read it.
+
+    Args:
+        path: the report file.
+        timeout_s: give up on ``nsys export`` after this many seconds (None: wait).
+
+    Raises:
+        ToolMissingError: ``nsys.not_installed`` when ``nsys`` is not on PATH.
+        TraceFormatError: ``nsys.export_failed`` when the export fails or writes nothing.
+    """
+    rep = Path(path)
+    if not rep.is_file():
+        raise TraceNotFoundError("input.not_found", "no such file", path=str(rep))
+    nsys = shutil.which("nsys")
+    if nsys is None:
+        raise ToolMissingError("nsys.not_installed", "reading an .nsys-rep needs the nsys CLI, which is not on PATH",
+                               path=str(rep), hint=NSYS_INSTALL_HINT)
+    with tempfile.TemporaryDirectory(prefix="taxbreak-nsys-") as tmp:
+        out = Path(tmp) / (rep.stem + ".sqlite")
+        _run_export(nsys, rep, out, timeout_s)
+        tables = read_nsys(out)
+    tables.meta.extra["exported_from"] = str(rep)
+    tables.meta.path = str(rep)
+    return tables
+
+
+def _run_export(nsys: str, rep: Path, out: Path, timeout_s: float | None) -> None:
+    cmd = [nsys, "export", "--type", "sqlite", "--output", str(out), str(rep)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise TraceFormatError("nsys.export_failed", f"`nsys export` did not finish: {exc}", path=str(rep),
+                               hint="run the export by hand to see why") from exc
+    if proc.returncode != 0 or not out.is_file():
+        tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-3:]
+        raise TraceFormatError(
+            "nsys.export_failed", f"`nsys export` exited {proc.returncode}: {' | '.join(tail) or 'no output file'}",
+            path=str(rep), hint="check the report opens in nsys; a report from a newer nsys needs that version",
+        )
+
+
+def _read_tables(db: NsysDb) -> TraceTables:
+    diags = Diagnostics()
+    api_calls = read_api_calls(db, diags)
+    device = read_device_activities(db, diags)
+    nvtx = read_nvtx(db, diags)
+    meta = read_meta(db, device_ids(device), diags)
+    _fold_nvtx_names(meta, nvtx)
+    diags.add("nsys.invalid_utf8", db.text.invalid, db.text.example)
+    tables = TraceTables(api_calls=_by_start(api_calls), device_activities=_by_start(device),
+                         host_events=_by_start(nvtx.host_events), ranges=_by_start(nvtx.ranges),
+                         meta=meta, diagnostics=diags)
+    tables.validate()
+    meta.input_events = db.tally.read
+    meta.event_counts = {**tables.counts(), "metadata": db.tally.metadata, "dropped": db.tally.dropped}
+    return tables
+
+
+def _fold_nvtx_names(meta, nvtx: NvtxResult) -> None:
+    """NVTX names a thread (nvtxNameOsThread) wins over the OS thread name."""
+    meta.thread_names.update(nvtx.thread_names)
+    if nvtx.domains:
+        meta.extra["nvtx_domains"] = nvtx.domains
+    if nvtx.categories:
+        meta.extra["nvtx_categories"] = nvtx.categories
+
+
+def _by_start(table: pa.Table) -> pa.Table:
+    """Rows in time order (stable, so ties keep their export order)."""
+    if table.num_rows == 0:
+        return table
+    return table.take(pc.sort_indices(table, sort_keys=[("start_ns", "ascending"), ("row_id", "ascending")]))

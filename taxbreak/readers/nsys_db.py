@@ -1,0 +1,283 @@
+"""Bulk access to an Nsight Systems SQLite export.
+
+One query per table, columns chosen by name from ``PRAGMA table_info`` (nsys
+adds, renames and drops columns between versions, and users add their own),
+results turned into numpy columns 100,000 rows at a time. Every SQLite failure becomes
+a typed error here, so the table readers never see ``sqlite3`` exceptions.
+"""
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.request import pathname2url
+
+import numpy as np
+import pyarrow as pa
+
+from taxbreak.trace.errors import TraceFormatError, TraceNotFoundError, UnsupportedFormatError
+from taxbreak.trace.schema import NO_ID
+
+from . import nsys_schema as ns
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+SQLITE_HEADER_BYTES = 100
+FETCH_ROWS = 100_000  # rows converted to numpy per step (bounds the Python tuples alive at once)
+EXPORT_HINT = "export the report with `nsys export --type sqlite --output trace.sqlite report.nsys-rep`"
+
+
+@dataclass
+class Tally:
+    """Accounting of input rows: each lands in a table, in metadata or is dropped."""
+
+    read: int = 0
+    metadata: int = 0
+    dropped: int = 0
+
+
+@dataclass
+class NsysDb:
+    """An open, read-only export plus the running ``row_id`` counter."""
+
+    path: Path
+    conn: sqlite3.Connection
+    tables: frozenset[str]
+    next_row_id: int = 0
+    tally: Tally = field(default_factory=Tally)
+    text: "LenientText" = field(default_factory=lambda: LenientText())
+    _columns: dict[str, list[str]] = field(default_factory=dict)
+    _strings: "StringIds | None" = None
+
+    def has(self, table: str) -> bool:
+        return table in self.tables
+
+    def columns(self, table: str) -> list[str]:
+        """Column names of ``table`` (empty when the table is absent)."""
+        if table not in self._columns:
+            rows = self.query(f'PRAGMA table_info("{table}")', table) if self.has(table) else []
+            self._columns[table] = [r[1] for r in rows]
+        return self._columns[table]
+
+    def query(self, sql: str, where: str) -> list[tuple]:
+        """Run ``sql``; a damaged file raises ``nsys.corrupt`` naming ``where``."""
+        return self._guarded(lambda: self.conn.execute(sql).fetchall(), where)
+
+    def fetch(self, table: str, specs: tuple[ns.Col, ...]) -> dict[str, np.ndarray]:
+        """All rows of ``table`` as numpy columns named by ``specs``.
+
+        Integer columns are int64 (NULL -> the spec's default), text columns
+        object arrays. An absent table gives empty columns. Rows are converted
+        in chunks of ``FETCH_ROWS`` so that at most one chunk of Python tuples
+        is alive at a time.
+        """
+        present = set(self.columns(table))
+        if not present:
+            return _to_columns([], specs)
+        sql = f'SELECT {", ".join(_expr(spec, present) for spec in specs)} FROM "{table}"'
+        return self._guarded(lambda: self._fetch_chunks(sql, specs), table)
+
+    def _fetch_chunks(self, sql: str, specs: tuple[ns.Col, ...]) -> dict[str, np.ndarray]:
+        cursor = self.conn.execute(sql)
+        parts = []
+        while rows := cursor.fetchmany(FETCH_ROWS):
+            parts.append(_to_columns(rows, specs))
+        if len(parts) <= 1:
+            return parts[0] if parts else _to_columns([], specs)
+        return {s.out: np.concatenate([part[s.out] for part in parts]) for s in specs}
+
+    def _guarded(self, action, where: str):
+        """``action()`` with SQLite failures mapped to ``nsys.corrupt``. Text that
+        is not UTF-8 switches to lenient decoding and runs ``action`` again."""
+        try:
+            return action()
+        except (sqlite3.OperationalError, UnicodeDecodeError) as exc:
+            if "decode" not in str(exc) or self.conn.text_factory is self.text:
+                raise _corrupt(self.path, where, exc) from exc
+        except sqlite3.Error as exc:
+            raise _corrupt(self.path, where, exc) from exc
+        self.conn.text_factory = self.text
+        return self._guarded(action, where)
+
+    def row_ids(self, n: int) -> np.ndarray:
+        """``n`` fresh row ids, unique across all tables of this trace."""
+        ids = np.arange(self.next_row_id, self.next_row_id + n, dtype=np.int64)
+        self.next_row_id += n
+        return ids
+
+    @property
+    def strings(self) -> "StringIds":
+        if self._strings is None:
+            cols = self.fetch(ns.STRINGS, (ns.Col("id", ("id",)), ns.Col("value", ("value",), text=True, sql='"{c}"')))
+            self._strings = StringIds.build(cols["id"], cols["value"])
+        return self._strings
+
+    def enum_ids(self, table: str, defaults: dict[str, int]) -> dict[str, int]:
+        """``defaults`` (name -> id) updated from an ``ENUM_*(id, name)`` table when present."""
+        ids = dict(defaults)
+        if {"id", "name"} <= set(self.columns(table)):
+            for type_id, name in self.query(f'SELECT CAST(id AS INTEGER), name FROM "{table}"', table):
+                if name in ids and type_id is not None:
+                    ids[name] = type_id
+        return ids
+
+    def key_values(self, table: str) -> dict[str, str]:
+        """A ``(name, value)`` table as a dict (first value of a repeated name wins)."""
+        if not {"name", "value"} <= set(self.columns(table)):
+            return {}
+        out: dict[str, str] = {}
+        for name, value in self.query(f'SELECT name, value FROM "{table}"', table):
+            out.setdefault(str(name), "" if value is None else str(value))
+        return out
+
+
+class LenientText:
+    """sqlite3 text factory: UTF-8, with invalid bytes replaced and counted
+    (the 2.9.1 saxpy export holds binary bytes in TARGET_INFO_SYSTEM_ENV)."""
+
+    def __init__(self) -> None:
+        self.invalid = 0
+        self.example = ""
+
+    def __call__(self, raw: bytes) -> str:
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            self.invalid += 1
+            text = raw.decode("utf-8", "replace")
+            # repr: the bytes are often binary blobs whose control characters would garble a terminal
+            self.example = self.example or f"text {text[:40]!r}"
+            return text
+
+
+@dataclass
+class StringIds:
+    """``StringIds(id, value)`` as sorted arrays for vectorized lookup."""
+
+    ids: np.ndarray
+    values: np.ndarray
+
+    @classmethod
+    def build(cls, ids: np.ndarray, values: np.ndarray) -> "StringIds":
+        order = np.argsort(ids, kind="stable")
+        return cls(ids[order], values[order])
+
+    def lookup(self, ids: np.ndarray) -> np.ndarray:
+        """Object array of the strings of ``ids``; None where an id is unknown."""
+        out = np.full(len(ids), None, dtype=object)
+        if len(self.ids) == 0 or len(ids) == 0:
+            return out
+        pos = np.minimum(np.searchsorted(self.ids, ids), len(self.ids) - 1)
+        found = self.ids[pos] == ids
+        out[found] = self.values[pos[found]]
+        return out
+
+
+def open_export(path: Path) -> NsysDb:
+    """Open ``path`` read-only and check that it is an Nsight Systems export.
+
+    Raises:
+        TraceNotFoundError: ``input.not_found`` / ``input.empty`` / ``input.unreadable``.
+        UnsupportedFormatError: ``nsys.not_an_export`` (not SQLite, or no nsys tables).
+        TraceFormatError: ``nsys.corrupt`` (SQLite header but unreadable content).
+    """
+    _check_header(path)
+    # immutable=1: no locks and no journal lookups; the shared traces are read-only files.
+    uri = f"file:{pathname2url(str(path.resolve()))}?mode=ro&immutable=1"
+    conn = None
+    try:
+        conn = sqlite3.connect(uri, uri=True)
+        names = conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')").fetchall()
+    except (sqlite3.Error, UnicodeDecodeError) as exc:
+        if conn is not None:
+            conn.close()
+        raise _corrupt(path, "sqlite_master", exc) from exc
+    db = NsysDb(path=path, conn=conn, tables=frozenset(n for (n,) in names))
+    if not is_nsys_export(db.tables):
+        conn.close()
+        raise UnsupportedFormatError(
+            "nsys.not_an_export", "an SQLite database without Nsight Systems tables",
+            path=str(path), location=f"{len(db.tables)} tables", hint=EXPORT_HINT,
+        )
+    return db
+
+
+def is_nsys_export(tables: frozenset[str] | set[str]) -> bool:
+    """An export has its metadata table, or ``StringIds`` plus an event table."""
+    if any(t in tables for t in ns.EXPORT_META_TABLES):
+        return True
+    return ns.STRINGS in tables and any(t in tables for t in ns.EVENT_TABLES)
+
+
+def split_global_id(global_id: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(pid, tid)`` of serialized GlobalIds; -1 where the id is missing (-1)."""
+    missing = global_id < 0
+    pid = np.where(missing, NO_ID, (global_id >> ns.ID_BITS) & ns.ID_MASK)
+    tid = np.where(missing, NO_ID, global_id & ns.ID_MASK)
+    return pid.astype(np.int64), tid.astype(np.int64)
+
+
+def take_strings(values: np.ndarray, index: np.ndarray) -> pa.Array:
+    """``values[index]`` as an Arrow string array (values: object array, None = null)."""
+    return pa.array(values, type=pa.string()).take(pa.array(index, type=pa.int64()))
+
+
+def _check_header(path: Path) -> None:
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(SQLITE_HEADER_BYTES)
+        size = path.stat().st_size
+    except FileNotFoundError as exc:
+        raise TraceNotFoundError("input.not_found", "no such file", path=str(path)) from exc
+    except OSError as exc:
+        raise TraceNotFoundError("input.unreadable", f"cannot read: {exc.strerror or exc}", path=str(path)) from exc
+    if not head:
+        raise TraceNotFoundError("input.empty", "the file is empty", path=str(path))
+    if SQLITE_MAGIC.startswith(head) and len(head) < len(SQLITE_MAGIC):
+        raise _corrupt(path, "file header", f"the file ends at byte {len(head)} inside the SQLite header")
+    if not head.startswith(SQLITE_MAGIC):
+        raise UnsupportedFormatError(
+            "nsys.not_an_export", "not an SQLite database (no 'SQLite format 3' header)",
+            path=str(path), location="byte 0", hint=EXPORT_HINT,
+        )
+    expected = _expected_size(head)
+    if expected is not None and size < expected:
+        raise _corrupt(path, "file header", f"the file ends at byte {size:,} of {expected:,} (truncated)")
+
+
+def _expected_size(head: bytes) -> int | None:
+    """Database size the SQLite header promises (page size x page count), when
+    the header says that count is valid (sqlite.org/fileformat.html, 1.3).
+    A truncated last page can otherwise read as zeros without any error."""
+    if len(head) < SQLITE_HEADER_BYTES:
+        return SQLITE_HEADER_BYTES
+    page_size = int.from_bytes(head[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    n_pages = int.from_bytes(head[28:32], "big")
+    count_valid = head[92:96] == head[24:28]
+    return page_size * n_pages if count_valid and n_pages > 0 else None
+
+
+def _corrupt(path: Path, where: str, exc: Exception | str) -> TraceFormatError:
+    return TraceFormatError(
+        "nsys.corrupt", f"the SQLite file cannot be read: {exc}", path=str(path),
+        location=where if where == "file header" else f"table {where}",
+        hint="the export is truncated or damaged; export the .nsys-rep again",
+    )
+
+
+def _expr(spec: ns.Col, present: set[str]) -> str:
+    source = next((c for c in spec.sources if c in present), None)
+    if source is None:
+        return "NULL" if spec.text else str(int(spec.default))
+    return spec.sql.format(c=source, default=int(spec.default))
+
+
+def _to_columns(rows: list[tuple], specs: tuple[ns.Col, ...]) -> dict[str, np.ndarray]:
+    n_cols = len(specs)
+    if not any(s.text for s in specs):
+        grid = np.array(rows, dtype=np.int64).reshape(len(rows), n_cols)
+        return {s.out: grid[:, i].copy() for i, s in enumerate(specs)}
+    grid = np.empty((len(rows), n_cols), dtype=object)
+    if rows:
+        grid[:] = rows
+    return {s.out: grid[:, i].copy() if s.text else grid[:, i].astype(np.int64) for i, s in enumerate(specs)}

@@ -1,0 +1,96 @@
+"""Rich tables for a diff dict from :func:`taxbreak.report.diff.diff_analyses`."""
+from __future__ import annotations
+
+import io
+import math
+
+from rich.console import Console
+from rich.table import Table
+
+from .diff import DIFF_METRICS
+from .metrics import COMPONENTS, fmt_value
+
+_LABELS = dict(COMPONENTS) | {
+    "framework_us": "framework total (ΔFT)", "orchestration_us": "T_Orchestrate",
+    "device_active_us": "T_DeviceActive", "gpu_idle_us": "GPU idle", "hdbi": "HDBI",
+    "kernels": "kernels", "launches": "launches", "kernels_per_token": "kernels / token",
+    "orchestration_us_per_token": "orchestration / token",
+}
+_UNITLESS = ("hdbi", "kernels", "launches", "kernels_per_token")
+
+
+def fmt_delta(delta: float | None, key: str = "") -> str:
+    if delta is None:
+        return "n/a"
+    sign = "+" if delta > 0 else ""
+    return sign + fmt_value(delta, key)
+
+
+def fmt_pct(pct: float | None) -> str:
+    if pct is None:
+        return "n/a"
+    if math.isinf(pct):
+        return "+∞ %" if pct > 0 else "-∞ %"
+    return f"{pct:+.1f} %"
+
+
+def scope_table(scope: str, changes: dict, labels: dict) -> Table:
+    present = changes["present"]
+    note = "" if present["base"] and present["new"] else \
+        f" (only in {'base' if present['base'] else 'new'})"
+    table = Table(title=f"{scope}{note}", title_justify="left")
+    for col in ("metric", "base", "new", "Δ", "Δ %"):
+        table.add_column(col, justify="left" if col == "metric" else "right")
+    for key in DIFF_METRICS:
+        c = changes[key]
+        unit = "" if key in _UNITLESS else " µs"
+        table.add_row(_LABELS.get(key, key) + unit, fmt_value(c["base"], key), fmt_value(c["new"], key),
+                      fmt_delta(c["delta"], key), fmt_pct(c["delta_pct"]))
+    return table
+
+
+def group_table(title: str, key: str, rows: list[dict]) -> Table:
+    table = Table(title=title, title_justify="left")
+    for col in (key, "base µs", "new µs", "Δ µs", "Δ %"):
+        table.add_column(col, justify="left" if col == key else "right", overflow="fold")
+    for r in rows:
+        table.add_row(_short(r[key]), fmt_value(r["base"], missing="absent"),
+                      fmt_value(r["new"], missing="absent"), fmt_delta(r["delta"]), fmt_pct(r["delta_pct"]))
+    return table
+
+
+def kernels_table(title: str, rows: list[dict], total: int) -> Table:
+    shown = f"{total} name{'s' if total != 1 else ''}" + (f", top {len(rows)} by count" if total > len(rows) else "")
+    table = Table(title=f"{title}: {shown}" if total else f"{title}: none", title_justify="left")
+    table.add_column("kernel", overflow="fold")
+    table.add_column("count", justify="right")
+    for r in rows:
+        table.add_row(_short(r["name"]), f"{r['count']:,}")
+    return table
+
+
+def _short(name: str, limit: int = 90) -> str:
+    return name if len(name) <= limit else name[: limit - 1] + "…"
+
+
+def diff_tables(diff: dict) -> list[Table]:
+    """Every table of the diff, in display order."""
+    labels = diff["labels"]
+    tables = [scope_table(scope, changes, labels) for scope, changes in diff["scopes"].items()]
+    tables.append(group_table("ATen ops that moved most (orchestration)", "op_name", diff["ops"]))
+    tables.append(group_table("kernel classes that moved most (orchestration)", "kernel_class",
+                              diff["kernel_classes"]))
+    k = diff["kernels"]
+    tables.append(kernels_table("kernels only in base", k["only_in_base"], k["only_in_base_count"]))
+    tables.append(kernels_table("kernels only in new", k["only_in_new"], k["only_in_new_count"]))
+    return tables
+
+
+def render_diff_text(diff: dict, width: int = 110) -> str:
+    """The diff as plain text (no colour), as printed by ``taxbreak diff``."""
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, color_system=None, force_terminal=False, legacy_windows=False)
+    console.print(f"base: {diff['labels']['base']}\nnew:  {diff['labels']['new']}")
+    for table in diff_tables(diff):
+        console.print(table)
+    return buf.getvalue()

@@ -1,0 +1,254 @@
+"""A self-contained HTML report of one analysis (``taxbreak report``).
+
+One file, no JavaScript, no network: inline CSS and hand-written SVG. A
+Content-Security-Policy forbids scripts outright, and every trace string is
+escaped (:mod:`taxbreak.report.markup`), so a kernel named
+``<script>alert(1)</script>`` renders as text.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+
+import pandas as pd
+
+from .. import __version__
+from .diff import kernel_orchestration_ns
+from .markup import Markup, join, tag, void
+from .metrics import COMPONENTS, PHASES, fmt_value, number
+from .svg import COLORS, BarGroup, Segment, legend, line_chart, stacked_bars
+from .timeline import render_timeline
+
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+CSS = """
+body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1160px}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;font-size:13px;margin:6px 0}td,th{padding:3px 8px;border-bottom:1px solid #eee;text-align:right}
+td:first-child,th:first-child{text-align:left}.name{max-width:560px;overflow-wrap:anywhere;text-align:left}
+.cards{display:flex;gap:12px;flex-wrap:wrap}.card{border:1px solid #ddd;border-radius:6px;padding:8px 12px;min-width:130px}
+.card b{display:block;font-size:20px}.missing{color:#777;font-style:italic}.note{color:#555;font-size:13px}
+.legend{font-size:12px;margin:4px 0}.legend-item{margin-right:14px;white-space:nowrap}
+.swatch{display:inline-block;width:11px;height:11px;vertical-align:middle}
+dl.meta{display:grid;grid-template-columns:max-content auto;gap:2px 14px;font-size:13px}dt{color:#555}
+"""
+
+
+def _summary(analysis) -> dict:
+    return getattr(analysis, "summary", None) or {}
+
+
+def _mval(metrics: dict | None, key: str):
+    return None if metrics is None else metrics.get(key)
+
+
+def _named(value) -> str | None:
+    if isinstance(value, dict):
+        return value.get("name") or None
+    return str(value) if value else None
+
+
+def _device_names(analysis, manifest: dict | None) -> str:
+    m = manifest or {}
+    named = _named(m.get("gpu")) or m.get("gpu_name") or (m.get("host") or {}).get("gpu_name")
+    if named:
+        return str(named)
+    tables = getattr(analysis, "tables", None)
+    names = tables.meta.device_names if tables is not None else []
+    return ", ".join(sorted(set(names))) or "no CUDA device recorded in trace"
+
+
+def _cpu_name(manifest: dict | None) -> str:
+    m = manifest or {}
+    named = _named(m.get("cpu")) or m.get("cpu_model") or (m.get("host") or {}).get("cpu_model")
+    return str(named) if named else "not recorded"
+
+
+SHAPE_KEYS = ("batch_size", "seq_len", "new_tokens", "runs", "dtype", "device")
+
+
+def header(analysis, manifest: dict | None, title: str | None) -> Markup:
+    """Model, shape, GPU, CPU and the launch floor with its source."""
+    m, s = manifest or {}, _summary(analysis).get("all") or {}
+    shape = ", ".join(f"{k} {m[k]}" for k in SHAPE_KEYS if m.get(k) is not None)
+    rows = [("model", m.get("model") or "not recorded (no run manifest)"),
+            ("shape", shape or "not recorded"), ("GPU", _device_names(analysis, manifest)),
+            ("CPU", _cpu_name(manifest)), ("launch floor T_sys", _floor_text(s)),
+            ("trace", (_summary(analysis).get("meta") or {}).get("path") or title or "")]
+    body = join(join([tag("dt", k), tag("dd", v, style="margin:0")]) for k, v in rows)
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return join([tag("h1", "taxbreak report", f" — {title}" if title else ""),
+                 tag("p", f"taxbreak {__version__}, generated {stamp}", class_="note"),
+                 tag("dl", body, class_="meta")])
+
+
+def _floor_text(s: dict) -> str:
+    floor, source = number(s.get("floor_us")), s.get("floor_source")
+    if floor is None:
+        return f"not available ({source or 'unknown'}: no device activity in trace)"
+    return f"{floor:.2f} µs (source: {source or 'unknown'})"
+
+
+def cards(s: dict) -> Markup:
+    items = [("HDBI", "hdbi", ""), ("T_Orchestrate", "orchestration_us", " µs"),
+             ("T_DeviceActive", "device_active_us", " µs"), ("kernels", "kernels", ""),
+             ("kernels / token", "kernels_per_token", ""), ("GPU idle", "gpu_idle_us", " µs")]
+    out = []
+    for label, key, unit in items:
+        value = s.get(key)
+        text = fmt_value(value, key) + (unit if number(value) is not None else "")
+        out.append(tag("div", label, tag("b", text, class_=None if number(value) is not None else "missing"),
+                       class_="card"))
+    return tag("div", *out, class_="cards")
+
+
+def phase_section(summary: dict) -> Markup:
+    """Stacked component bars against device-active time, per phase and overall."""
+    phases = summary.get("phases") or {}
+    order = [p for p in PHASES if p in phases] + sorted(set(phases) - set(PHASES))
+    groups = [_bar_group(name, phases[name]) for name in order] + [_bar_group("all", summary.get("all") or {})]
+    if all(g.device_us is None and all(s.value is None for s in g.segments) for g in groups):
+        note = ("no CUDA device in trace: the TaxBreak components, T_DeviceActive and HDBI are not measured "
+                "(the host partition of the timeline section still is)")
+        return join([tag("p", note, class_="missing"), _phase_table(order, phases, summary)])
+    unmeasured = sorted({label for g in groups for s in g.segments if s.value is None for label in [s.label]})
+    notes = [tag("p", "not measured (not drawn): ", ", ".join(unmeasured), class_="missing")] if unmeasured else []
+    items = [(COLORS[k], label, "") for k, label in COMPONENTS] + [(COLORS["device_active_us"], "device active", "")]
+    return join([legend(items), stacked_bars(groups), *notes, _phase_table(order, phases, summary)])
+
+
+def _bar_group(label: str, metrics: dict) -> BarGroup:
+    segments = [Segment(key, name, number(metrics.get(key))) for key, name in COMPONENTS]
+    label = "between steps" if label == "between" else label
+    return BarGroup(label, segments, number(metrics.get("device_active_us")), number(metrics.get("hdbi")),
+                    number(metrics.get("orchestration_us")))
+
+
+def _phase_table(order: list[str], phases: dict, summary: dict) -> Markup:
+    keys = [k for k, _ in COMPONENTS] + ["orchestration_us", "device_active_us", "hdbi", "kernels",
+                                         "kernels_per_token", "orchestration_us_per_token", "steps"]
+    head = tag("tr", tag("th", "metric"), *[tag("th", p) for p in order + ["all"]])
+    rows = [tag("tr", tag("td", key), *[_cell(_mval(phases.get(p) if p != "all" else summary.get("all"), key), key)
+                                       for p in order + ["all"]]) for key in keys]
+    return tag("table", head, *rows)
+
+
+def _cell(value, key: str = "") -> Markup:
+    missing = number(value) is None and not isinstance(value, str)
+    return tag("td", fmt_value(value, key), class_="missing" if missing else None)
+
+
+def steps_section(summary: dict) -> Markup:
+    steps = [s for s in summary.get("steps") or [] if (number(s.get("step")) or 0) >= 0]
+    if not steps:
+        return tag("p", "no per-step data", class_="missing")
+    xs = [s.get("step", i) for i, s in enumerate(steps)]
+    hdbi = [number(s.get("hdbi")) for s in steps]
+    orch = [number(s.get("orchestration_us")) for s in steps]
+    return join([tag("h3", "HDBI per step"), line_chart(xs, [("HDBI", hdbi, COLORS["hdbi"])], "HDBI", y_max=1.0),
+                 tag("h3", "T_Orchestrate per step (µs)"),
+                 line_chart(xs, [("T_Orchestrate µs", orch, COLORS["orchestration_us"])], "µs")])
+
+
+def timeline_section(analysis) -> Markup:
+    tables = getattr(analysis, "tables", None)
+    if tables is None:
+        return tag("p", "trace tables not available", class_="missing")
+    svg, window = render_timeline(tables, getattr(analysis, "steps", None))
+    if window is None:
+        return svg
+    items = [("#76b7b2", "Python", ""), ("#4e79a7", "op", ""), ("#e15759", "launch API", ""),
+             ("#f28e2b", "other API", ""), ("#9c755f", "sync", ""), ("#59a14f", "kernel", ""),
+             ("#af7aa1", "memcpy", ""), ("#d62728", "device idle (shaded)", "")]
+    return join([tag("p", f"{window.label}: {(window.end_ns - window.start_ns) / 1e3:,.1f} µs. ", window.note,
+                     class_="note"), legend(items), tag("div", svg, style="overflow-x:auto"),
+                 partition_table(getattr(analysis, "host_partition", None), getattr(analysis, "steps", None))])
+
+
+PARTITION_COLUMNS = ("host_python_ns", "host_dispatch_ns", "host_library_ns", "host_launch_api_ns",
+                     "host_sync_ns", "host_other_api_ns", "host_untraced_ns", "host_wall_ns")
+
+
+def partition_table(part: pd.DataFrame | None, steps: pd.DataFrame | None) -> Markup:
+    """Host partition (µs) of the shown step, one row per thread."""
+    from .timeline import representative_step
+
+    if part is None or len(part) == 0:
+        return tag("p", "no host partition (no host events in trace)", class_="missing")
+    row = representative_step(steps)
+    if row is not None and "step" in part.columns:
+        part = part[part["step"] == row.get("step")]
+    cols = [c for c in PARTITION_COLUMNS if c in part.columns]
+    head = tag("tr", tag("th", "thread"), *[tag("th", c.removeprefix("host_").removesuffix("_ns") + " µs") for c in cols])
+    rows = [tag("tr", tag("td", f"{r.pid}:{r.tid}"), *[_cell(getattr(r, c) / 1e3) for c in cols])
+            for r in part.head(50).itertuples()]
+    return join([tag("h3", "host partition of this step"), tag("table", head, *rows)])
+
+
+def ops_section(analysis, top: int = 15) -> Markup:
+    ops = getattr(analysis, "ops", None)
+    if ops is None or len(ops) == 0 or "orchestration_us" not in ops.columns:
+        return tag("p", "no ATen ops linked to kernels", class_="missing")
+    top_ops = ops.sort_values("orchestration_us", ascending=False, kind="stable").head(top)
+    cols = [c for c in ("calls", "kernels", "orchestration_us") if c in top_ops.columns]
+    head = tag("tr", tag("th", "op"), *[tag("th", c) for c in cols])
+    rows = [tag("tr", tag("td", r["op_name"], class_="name"), *[_cell(r[c], c) for c in cols])
+            for _, r in top_ops.iterrows()]
+    return tag("table", head, *rows)
+
+
+def _kernel_frame(k: pd.DataFrame, key: str) -> pd.DataFrame:
+    """kernels, orchestration µs (NaN when nothing measured) and device µs per ``key``."""
+    frame = pd.DataFrame({key: k[key].astype(str).to_numpy(),
+                          "orch_us": kernel_orchestration_ns(k).to_numpy() / 1e3,
+                          "dur_us": pd.to_numeric(k["dur_ns"], errors="coerce").to_numpy() / 1e3})
+    g = frame.groupby(key).agg(kernels=("orch_us", "size"),
+                               orchestration_us=("orch_us", lambda v: v.sum(min_count=1)),
+                               device_us=("dur_us", "sum"))
+    return g.sort_values(["orchestration_us", "kernels"], ascending=False, na_position="last", kind="stable")
+
+
+def kernels_section(analysis, key: str, title: str, top: int = 15) -> Markup:
+    """Top kernel classes or kernel names by orchestration time."""
+    k = getattr(analysis, "kernels", None)
+    if k is None or len(k) == 0 or key not in k.columns:
+        return tag("p", "no kernels in trace (no CUDA device activity)", class_="missing")
+    g = _kernel_frame(k, key).head(top)
+    head = tag("tr", *[tag("th", c) for c in (title, "kernels", "orchestration µs", "device µs")])
+    rows = [tag("tr", tag("td", name, class_="name"), _cell(r.kernels, "kernels"), _cell(r.orchestration_us),
+                _cell(r.device_us)) for name, r in zip(g.index, g.itertuples())]
+    return tag("table", head, *rows)
+
+
+def diagnostics_section(summary: dict) -> Markup:
+    s = summary.get("all") or {}
+    counts = tag("p", f"orphan kernels: {fmt_value(s.get('orphan_kernels'), 'orphan_kernels')} · "
+                      f"orphan launches: {fmt_value(s.get('orphan_launches'), 'orphan_launches')}")
+    diags = summary.get("diagnostics") or {}
+    if not diags:
+        return join([counts, tag("p", "no diagnostics", class_="note")])
+    head = tag("tr", *[tag("th", c) for c in ("code", "severity", "count", "example")])
+    rows = [tag("tr", tag("td", code), tag("td", d.get("severity", "")), _cell(d.get("count"), "kernels"),
+                tag("td", d.get("example", ""), class_="name")) for code, d in sorted(diags.items())]
+    return join([counts, tag("table", head, *rows)])
+
+
+def render_html(analysis, manifest: dict | None = None, title: str | None = None) -> str:
+    """The whole report as one HTML string (see module docstring).
+
+    Args:
+        analysis: an ``Analysis`` (summary, kernels, steps, ops, host_partition, tables).
+        manifest: the run manifest (model, shape, GPU, CPU), or None for a bare trace.
+        title: shown in the heading and the page title (e.g. the input path).
+    """
+    summary = _summary(analysis)
+    body = join([header(analysis, manifest, title), cards(summary.get("all") or {}),
+                 tag("h2", "Orchestration components vs device-active time, per phase"), phase_section(summary),
+                 tag("h2", "Per step"), steps_section(summary),
+                 tag("h2", "Timeline of a representative step"), timeline_section(analysis),
+                 tag("h2", "Top ATen ops by orchestration time"), ops_section(analysis),
+                 tag("h2", "Kernel classes by orchestration time"),
+                 kernels_section(analysis, "kernel_class", "kernel class"),
+                 tag("h2", "Top kernels by orchestration time"), kernels_section(analysis, "name", "kernel"),
+                 tag("h2", "Diagnostics"), diagnostics_section(summary)])
+    head = join([void("meta", charset="utf-8"), void("meta", http_equiv="Content-Security-Policy", content=CSP),
+                 tag("title", f"taxbreak report — {title}" if title else "taxbreak report"), tag("style", Markup(CSS))])
+    return "<!DOCTYPE html>\n" + tag("html", tag("head", head), tag("body", body), lang="en") + "\n"

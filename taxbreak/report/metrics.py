@@ -1,0 +1,112 @@
+"""Summary metric names, their units and which direction is worse.
+
+The summary dict of an ``Analysis`` is flat and the same at trace, phase and
+step level (docs/architecture.md), so reports, diffs and budgets only need this
+one table of names. A value that was not measured is ``None`` and is shown as
+"not measured", never as 0.
+"""
+from __future__ import annotations
+
+import math
+
+# Every key of a summary metric dict (docs/architecture.md, docs/method.md).
+METRIC_KEYS: tuple[str, ...] = (
+    "kernels", "launches", "orphan_kernels", "orphan_launches",
+    "device_active_us", "device_busy_us", "span_us", "gpu_idle_us",
+    "framework_us", "framework_python_us", "framework_dispatch_us",
+    "library_us", "library_measured_us", "launch_floor_us", "launch_residual_us",
+    "orchestration_us", "hdbi", "tklqt_us", "floor_us", "floor_source",
+    "t_dispatch_base_us", "kernel_diversity", "tokens", "kernels_per_token",
+    "orchestration_us_per_token", "framework_us_per_token", "device_active_us_per_token",
+    "host_python_us", "host_dispatch_us", "host_library_us", "host_launch_api_us",
+    "host_sync_us", "host_other_api_us", "host_untraced_us", "host_wall_us",
+    "exposed_orchestration_us", "hidden_orchestration_us", "steps",
+)
+
+# The five orchestration components of TaxBreak, in stacking order:
+# T_Orchestrate = ΣΔFT (python + dispatch) + ΣΔCT + N·T_sys (+ the launch
+# residual above the floor, reported separately by the method).
+COMPONENTS: tuple[tuple[str, str], ...] = (
+    ("framework_python_us", "framework Python (ΔFT py)"),
+    ("framework_dispatch_us", "framework dispatch (ΔFT disp)"),
+    ("library_us", "CUDA library (ΔCT)"),
+    ("launch_floor_us", "launch floor (ΔKT = N·T_sys)"),
+    ("launch_residual_us", "launch residual (above floor)"),
+)
+
+# Host-side cost metrics: an increase is a regression. This is the set that
+# the budget file's `[regression] max_pct` applies to (docs/ci.md).
+ORCHESTRATION_METRICS: tuple[str, ...] = (
+    "orchestration_us", "framework_us", "framework_python_us", "framework_dispatch_us",
+    "library_us", "launch_floor_us", "launch_residual_us", "exposed_orchestration_us",
+    "orchestration_us_per_token", "framework_us_per_token", "kernels_per_token",
+)
+
+# Metrics that may take a per-metric regression limit, with the direction that
+# is worse: +1 = an increase is worse, -1 = a decrease is worse.
+WORSE_DIRECTION: dict[str, int] = {
+    **{key: +1 for key in ORCHESTRATION_METRICS},
+    "kernels": +1, "launches": +1, "orphan_kernels": +1, "orphan_launches": +1,
+    "device_active_us": +1, "device_busy_us": +1, "span_us": +1, "gpu_idle_us": +1,
+    "library_measured_us": +1, "tklqt_us": +1, "t_dispatch_base_us": +1,
+    "kernel_diversity": +1, "device_active_us_per_token": +1,
+    "host_python_us": +1, "host_dispatch_us": +1, "host_library_us": +1,
+    "host_launch_api_us": +1, "host_sync_us": +1, "host_other_api_us": +1,
+    "host_untraced_us": +1, "host_wall_us": +1, "hidden_orchestration_us": +1,
+    "hdbi": -1,
+}
+
+PHASES: tuple[str, ...] = ("prefill", "decode", "mixed", "unknown")
+
+
+def is_missing(value) -> bool:
+    """True for ``None`` and NaN (pandas turns ``None`` into NaN in float columns)."""
+    if value is None:
+        return True
+    try:
+        return math.isnan(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def number(value) -> float | None:
+    """``value`` as a float, or ``None`` when it is missing or not numeric."""
+    if is_missing(value):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def fmt_value(value, key: str = "", missing: str = "not measured") -> str:
+    """Human form of one metric value; ``missing`` for None/NaN, never "0"."""
+    if is_missing(value):
+        return missing
+    if isinstance(value, str):
+        return value
+    x = float(value)
+    if key == "hdbi":
+        return f"{x:.3f}"
+    if key in ("kernels", "launches", "orphan_kernels", "orphan_launches", "tokens", "steps", "calls"):
+        return f"{int(round(x)):,}"
+    if abs(x) >= 100:
+        return f"{x:,.0f}"
+    if abs(x) >= 1:
+        return f"{x:,.2f}"
+    return f"{x:.3g}"
+
+
+def pct_change(base: float | None, new: float | None) -> float | None:
+    """Relative change in percent; ``None`` when either side is missing.
+
+    A change from exactly 0 to a positive value is +inf (and -inf to a
+    negative one); 0 → 0 is 0 %.
+    """
+    if base is None or new is None:
+        return None
+    if base == 0:
+        if new == 0:
+            return 0.0
+        return math.copysign(math.inf, new)
+    return (new - base) / abs(base) * 100.0

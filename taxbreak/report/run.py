@@ -1,0 +1,91 @@
+"""Resolve ``RUN_DIR|TRACE`` arguments into an analysis and its run manifest.
+
+A run directory (docs/architecture.md) holds ``manifest.json`` next to the
+trace (``trace.json.gz`` or ``trace.sqlite``); a bare trace file has no
+manifest. Every report command takes either.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..trace.errors import TaxbreakError, TraceFormatError, TraceNotFoundError
+
+MANIFEST = "manifest.json"
+TRACE_NAMES = ("trace.json.gz", "trace.json", "trace.sqlite", "trace.nsys-rep")
+TRACE_SUFFIXES = (".json.gz", ".json", ".sqlite", ".nsys-rep")
+_NOT_TRACES = {MANIFEST, "summary.json", "trace_meta.json"}
+
+
+@dataclass
+class Run:
+    """One analysed input: the trace path, its manifest (or None) and the Analysis."""
+
+    path: Path
+    trace_path: Path
+    manifest: dict | None
+    analysis: Any
+
+
+def find_trace(path: str | Path) -> tuple[Path, dict | None]:
+    """The trace file and manifest of ``path`` (a run directory or a trace file).
+
+    Raises:
+        TraceNotFoundError: ``input.not_found`` when the path does not exist.
+        TaxbreakError: ``run.no_traces`` / ``run.not_a_run`` for a directory
+            without exactly one recognisable trace.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise TraceNotFoundError("input.not_found", "no such file or directory", path=str(p),
+                                 hint="give a run directory (with manifest.json) or a trace file")
+    if p.is_file():
+        return p, None
+    manifest = read_manifest(p / MANIFEST) if (p / MANIFEST).is_file() else None
+    for name in TRACE_NAMES:
+        if (p / name).is_file():
+            return p / name, manifest
+    found = sorted(f for f in p.iterdir()
+                   if f.is_file() and f.name.endswith(TRACE_SUFFIXES) and f.name not in _NOT_TRACES)
+    if len(found) == 1:
+        return found[0], manifest
+    if not found:
+        raise TaxbreakError("run.no_traces", "directory holds no trace file", path=str(p),
+                            hint="expected trace.json.gz or trace.sqlite (written by `taxbreak profile`)")
+    raise TaxbreakError("run.not_a_run", f"directory holds {len(found)} traces and no trace.json.gz",
+                        path=str(p), hint="name one trace file explicitly")
+
+
+def read_manifest(path: Path) -> dict:
+    """The run manifest as a dict; a broken manifest is an input error, not a crash."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise TraceFormatError("run.not_a_run", f"manifest.json cannot be read: {err}", path=str(path),
+                               hint="re-run `taxbreak profile` or remove the broken manifest") from err
+    if not isinstance(data, dict):
+        raise TraceFormatError("run.not_a_run", "manifest.json is not a JSON object", path=str(path))
+    return data
+
+
+def load_run(path: str | Path, floor_us: float | None = None, step_pattern: str | None = None,
+             tokens: int | None = None) -> Run:
+    """Analyse a run directory or trace file with the same options as ``analyze``.
+
+    Args:
+        path: a run directory (manifest.json + trace) or a trace file.
+        floor_us: launch floor override (µs); None lets the decomposer resolve it.
+        step_pattern: step marker regex (``--step-pattern``).
+        tokens: output-token count for the per-token metrics; None lets the
+            decomposer read it from the run manifest.
+    """
+    from ..decompose import analyze
+
+    trace_path, manifest = find_trace(path)
+    # A run directory goes to analyze() whole, so that it reads the manifest's
+    # token count and runs itself; anything else is analysed as its trace file.
+    target = Path(path) if manifest is not None else trace_path
+    analysis = analyze(target, floor_us=floor_us, step_pattern=step_pattern, tokens=tokens)
+    return Run(Path(path), trace_path, manifest, analysis)

@@ -1,0 +1,133 @@
+"""Terminal rendering of an ``Analysis`` with rich (pure functions: analysis + console in, nothing out)."""
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+NA = "n/a"  # not measured: never shown as 0
+
+PHASE_COLUMNS = [
+    ("kernels", "kernels", "{:,}"),
+    ("device_active_us", "device µs", "{:,.1f}"),
+    ("framework_us", "ΔFT µs", "{:,.1f}"),
+    ("library_us", "ΔCT µs", "{:,.1f}"),
+    ("launch_floor_us", "N·T_sys µs", "{:,.1f}"),
+    ("orchestration_us", "T_orch µs", "{:,.1f}"),
+    ("hdbi", "HDBI", "{:.3f}"),
+    ("kernels_per_token", "kernels/token", "{:,.1f}"),
+    ("gpu_idle_us", "GPU idle µs", "{:,.1f}"),
+]
+
+SHARE_ROWS = [
+    ("framework_python_us", "ΔFT Python (T_py)"),
+    ("framework_dispatch_us", "ΔFT ATen dispatch"),
+    ("library_us", "ΔCT CUDA library"),
+    ("launch_floor_us", "ΔKT floor (N·T_sys)"),
+]
+
+HOST_ROWS = [
+    ("host_python_us", "Python"), ("host_dispatch_us", "ATen dispatch"), ("host_library_us", "CUDA library"),
+    ("host_launch_api_us", "launch API"), ("host_sync_us", "sync waits"), ("host_other_api_us", "other runtime API"),
+    ("host_untraced_us", "untraced"),
+]
+
+
+def fmt(value, pattern: str = "{:,.1f}") -> str:
+    """Format a metric; ``None`` becomes ``n/a``."""
+    return NA if value is None else pattern.format(value)
+
+
+def render_analysis(analysis, console: Console, top: int = 10) -> None:
+    """Print the whole report: phases, shares, floor, host partition, top ops, diagnostics."""
+    summary = analysis.summary
+    render_header(summary, console)
+    render_phases(summary, console)
+    render_shares(summary["all"], console)
+    render_host_partition(summary["all"], console)
+    render_top_ops(analysis.ops, console, top)
+    render_diagnostics(summary, console)
+
+
+def render_header(summary: dict, console: Console) -> None:
+    meta, s = summary["meta"], summary["all"]
+    console.print(f"[bold]{meta.get('path') or 'trace'}[/bold]  ({meta.get('source_format') or '?'}, "
+                  f"GPU {meta.get('gpu') or 'unknown'}, {meta['device']})")
+    console.print(f"T_sys floor: {fmt(s['floor_us'], '{:.2f}')} µs (source: {s['floor_source']})  ·  "
+                  f"T_dispatch_base: {fmt(s['t_dispatch_base_us'], '{:.2f}')} µs  ·  "
+                  f"steps: {s['steps']} ({meta['step_scheme']})  ·  tokens: {fmt(s['tokens'], '{:,}')}")
+
+
+def render_phases(summary: dict, console: Console) -> None:
+    table = Table(title="Per phase (µs; n/a = not measured)", title_justify="left")
+    table.add_column("phase")
+    for _, label, _ in PHASE_COLUMNS:
+        table.add_column(label, justify="right")
+    rows = [("all", summary["all"])] + list(summary["phases"].items())
+    for name, metrics in rows:
+        table.add_row(name, *[fmt(metrics[key], pattern) for key, _, pattern in PHASE_COLUMNS])
+    console.print(table)
+
+
+def render_shares(s: dict, console: Console) -> None:
+    table = Table(title="Orchestration components (whole trace)", title_justify="left")
+    table.add_column("component")
+    table.add_column("µs", justify="right")
+    table.add_column("share of T_orch", justify="right")
+    total = s["orchestration_us"]
+    for key, label in SHARE_ROWS:
+        value = s[key]
+        share = None if value is None or not total else 100.0 * value / total
+        table.add_row(label, fmt(value), fmt(share, "{:.1f}%"))
+    table.add_row("ΔKT residual (not in HDBI)", fmt(s["launch_residual_us"]), "")
+    table.add_row("CUDA library, measured ranges", fmt(s["library_measured_us"]), "")
+    table.add_row("TKLQT (Σ T_launch)", fmt(s["tklqt_us"]), "")
+    console.print(table)
+
+
+def render_host_partition(s: dict, console: Console) -> None:
+    table = Table(title="Host wall time, exact partition (all threads)", title_justify="left")
+    table.add_column("part")
+    table.add_column("µs", justify="right")
+    table.add_column("share", justify="right")
+    wall = s["host_wall_us"]
+    for key, label in HOST_ROWS:
+        share = 100.0 * s[key] / wall if wall else None
+        table.add_row(label, fmt(s[key]), fmt(share, "{:.1f}%"))
+    table.add_row("[bold]wall[/bold]", fmt(wall), "")
+    table.add_row("exposed orchestration (device idle)", fmt(s["exposed_orchestration_us"]), "")
+    table.add_row("hidden orchestration (device busy)", fmt(s["hidden_orchestration_us"]), "")
+    console.print(table)
+
+
+def render_top_ops(ops, console: Console, top: int) -> None:
+    if ops is None or len(ops) == 0 or top <= 0:
+        return
+    table = Table(title=f"Top {top} ATen ops by orchestration time", title_justify="left")
+    for col in ("op", "calls", "kernels", "T_orch µs", "ΔFT µs", "ΔCT µs", "device µs"):
+        table.add_column(col, justify="left" if col == "op" else "right")
+    for row in ops.head(top).to_dict("records"):
+        table.add_row(str(row["op_name"]), f"{row['calls']:,}", f"{row['kernels']:,}",
+                      fmt(_num(row["orchestration_us"])), fmt(_num(row["ft_us"])), fmt(_num(row["ct_us"])),
+                      fmt(_num(row["device_active_us"])))
+    console.print(table)
+
+
+def _num(value):
+    try:
+        return None if value is None or value != value else float(value)
+    except TypeError:  # pandas NA
+        return None
+
+
+def render_diagnostics(summary: dict, console: Console) -> None:
+    s = summary["all"]
+    console.print(f"orphan kernels: {s['orphan_kernels']:,}  ·  orphan launches: {s['orphan_launches']:,}")
+    diags = summary["diagnostics"]
+    if not diags:
+        return
+    table = Table(title="Diagnostics", title_justify="left")
+    for col in ("code", "severity", "count", "example"):
+        table.add_column(col, justify="right" if col == "count" else "left")
+    for code, d in diags.items():
+        table.add_row(code, d["severity"], f"{d['count']:,}", d.get("example", ""))
+    console.print(table)

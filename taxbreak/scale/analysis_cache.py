@@ -1,0 +1,122 @@
+"""Analysis cache: the result of ``analyze`` kept as Parquet next to the parse cache.
+
+The parse cache alone leaves the decomposition to redo on every run; for
+large traces that is most of the time (docs/performance.md, "Scale"). An
+entry here holds ``Analysis.to_parquet`` (kernels, steps, phases, ops,
+host_partition, summary.json) and is keyed by everything the result depends on:
+
+    the trace (absolute path, size, mtime_ns), a run directory's manifest (size, mtime_ns),
+    floor_us, step_pattern, tokens, the floor cache (names, mtimes),
+    taxbreak.__version__, ANALYSIS_FORMAT_VERSION and the decompose/readers source files (size, mtime_ns)
+
+A hit reads the frames back and the tables from the parse cache. Writes are
+atomic and share the size cap and ``taxbreak cache clear`` of the parse cache;
+an unreadable entry is removed and recomputed (``cache.corrupt_entry``).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+from pathlib import Path
+
+import pandas as pd
+
+from .. import __version__
+from ..decompose import Analysis, analyze
+from ..readers import load_trace
+from ..readers.cache import ENTRY_FILE, store_entry, touch_entry
+from ..trace.paths import cache_dir
+
+log = logging.getLogger(__name__)
+
+# Bump when Analysis gains or changes a frame or summary key for the same input.
+ANALYSIS_FORMAT_VERSION = 1
+FRAMES = ("kernels", "steps", "phases", "ops", "host_partition")
+_PACKAGE = Path(__file__).resolve().parents[1]
+
+
+def analysis_cache_dir() -> Path:
+    """The folder of the analysis cache (``cache_dir() / "analysis"``)."""
+    return cache_dir() / "analysis"
+
+
+def _stat_ident(path: Path) -> list:
+    st = path.stat()
+    return [str(path.resolve()), st.st_size, st.st_mtime_ns]
+
+
+def _code_fingerprint() -> list:
+    """Size and mtime of the code that computes an analysis: an edited checkout misses."""
+    files = sorted((_PACKAGE / "decompose").glob("*.py")) + sorted((_PACKAGE / "readers").glob("*.py"))
+    return [[f.name, f.stat().st_size, f.stat().st_mtime_ns] for f in files]
+
+
+def _floor_fingerprint() -> list:
+    """A newly measured floor changes ΔKT: the floor cache's files are part of the key."""
+    folder = cache_dir() / "floor"
+    if not folder.is_dir():
+        return []
+    return [[f.name, f.stat().st_mtime_ns] for f in sorted(folder.glob("*.json"))]
+
+
+def analysis_key(path: str | Path, floor_us: float | None, step_pattern: str | None, tokens: int | None) -> str:
+    """The entry name of one ``analyze`` call (raises OSError when ``path`` cannot be stat'ed)."""
+    src = Path(path)
+    ident = [_stat_ident(src)]
+    if src.is_dir():  # a run directory: its manifest (tokens, runs) and its trace
+        ident += [_stat_ident(src / name) for name in ("manifest.json",) if (src / name).is_file()]
+        ident += [_stat_ident(f) for f in sorted(src.glob("trace.*")) if f.is_file()]
+    ident += [floor_us, step_pattern, tokens, _floor_fingerprint(), __version__, ANALYSIS_FORMAT_VERSION,
+              _code_fingerprint()]
+    return hashlib.sha256(json.dumps(ident).encode()).hexdigest()[:32]
+
+
+def cached_analyze(path, floor_us: float | None = None, step_pattern: str | None = None,
+                   tokens: int | None = None, use_cache: bool | None = None) -> Analysis:
+    """``taxbreak.decompose.analyze(path, ...)``, served from the analysis cache when possible.
+
+    Args:
+        path: a trace file or run directory (``TraceTables`` are analyzed uncached).
+        floor_us, step_pattern, tokens: as for ``analyze``.
+        use_cache: False computes and neither reads nor writes any cache; None: on
+            unless ``$TAXBREAK_NO_CACHE`` is set (as for the parse cache).
+
+    Returns:
+        The :class:`~taxbreak.decompose.Analysis`; from the cache, its frames come
+        from Parquet and ``summary`` from JSON (NumPy scalars become Python numbers).
+    """
+    if use_cache is None:
+        use_cache = os.environ.get("TAXBREAK_NO_CACHE", "") in ("", "0")
+    target = Path(path) if isinstance(path, (str, Path)) else None
+    if target is None or not target.exists():  # tables, or a bad path that analyze reports
+        return analyze(path, floor_us=floor_us, step_pattern=step_pattern, tokens=tokens)
+    if not use_cache:  # a run directory still goes through analyze's own loading
+        source = load_trace(target, use_cache=False) if target.is_file() else path
+        return analyze(source, floor_us=floor_us, step_pattern=step_pattern, tokens=tokens)
+    entry = analysis_cache_dir() / analysis_key(path, floor_us, step_pattern, tokens)
+    corrupt = False
+    if (entry / ENTRY_FILE).is_file():
+        found = _read(entry, path)
+        if found is not None:
+            return found
+        corrupt = True
+    result = analyze(path, floor_us=floor_us, step_pattern=step_pattern, tokens=tokens)
+    store_entry(entry, result.to_parquet, {"path": str(path)})
+    if corrupt:
+        result.tables.diagnostics.add("cache.corrupt_entry", 1, f"{entry} unreadable; analyzed {path} again")
+    return result
+
+
+def _read(entry: Path, path) -> Analysis | None:
+    try:
+        frames = {name: pd.read_parquet(entry / f"{name}.parquet") for name in FRAMES}
+        summary = json.loads((entry / "summary.json").read_text())
+    except Exception as err:  # noqa: BLE001 - any unreadable entry is recomputed, never fatal
+        log.debug("analysis cache entry %s unreadable (%s: %s); recomputing", entry, type(err).__name__, err)
+        shutil.rmtree(entry, ignore_errors=True)
+        return None
+    touch_entry(entry)
+    return Analysis(**frames, summary=summary, tables=load_trace(path))

@@ -1,0 +1,127 @@
+"""Combine the summaries of many traces (ranks or runs) into one.
+
+Additive metrics (times in µs, counts) are summed. Ratios are recomputed from
+the sums, never averaged: HDBI = ΣT_DeviceActive / (ΣT_DeviceActive + ΣT_Orchestrate)
+("paper Eq.3", docs/method.md), and each ``X_per_token`` = ΣX / Σtokens.
+Per-trace constants (``floor_us``, ``floor_source``, ``t_dispatch_base_us``)
+are kept when every trace agrees and are ``None`` otherwise. A metric that is
+``None`` (not measured) in any trace is ``None`` in the combination, with the
+reason in ``unmeasured``: a partial sum would look like a measurement.
+
+Example (two ranks)::
+
+    rank  device_active_us  orchestration_us  hdbi
+    0     300               100               0.750
+    1     100               100               0.500
+    all   400               200               0.667   (the mean of the two HDBIs, 0.625, would be wrong)
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+DEVICE_KEY = "device_active_us"
+ORCH_KEY = "orchestration_us"
+TOKENS_KEY = "tokens"
+PER_TOKEN_SUFFIX = "_per_token"
+# The same for every trace of one machine/run, or a ratio: not summed.
+CONSTANT_KEYS = frozenset({"floor_us", "floor_source", "t_dispatch_base_us"})
+RATIO_KEYS = frozenset({"hdbi", "kernel_diversity"})
+
+
+def combine_metrics(dicts: list[Mapping]) -> tuple[dict, dict[str, str]]:
+    """One summary metric dict from several (same keys, µs unless named otherwise).
+
+    Args:
+        dicts: per-trace metric dicts (``Analysis.summary["all"]`` or one phase).
+
+    Returns:
+        ``(combined, unmeasured)``: the combined dict and, for each key that is
+        ``None`` in it, why.
+    """
+    keys = _ordered_keys(dicts)
+    combined: dict = {}
+    unmeasured: dict[str, str] = {}
+    for key in keys:
+        values = [d.get(key) for d in dicts]
+        if key in RATIO_KEYS or key.endswith(PER_TOKEN_SUFFIX):
+            continue  # derived below from the sums
+        if key in CONSTANT_KEYS or any(isinstance(v, str) for v in values):
+            combined[key] = _agreed(values)
+            if combined[key] is None:
+                unmeasured[key] = "differs between traces" if any(v is not None for v in values) else "not measured"
+            continue
+        combined[key], reason = _sum(values)
+        if reason:
+            unmeasured[key] = reason
+    _derive_ratios(keys, combined, unmeasured)
+    return {key: combined.get(key) for key in keys}, unmeasured
+
+
+def _ordered_keys(dicts: Iterable[Mapping]) -> list[str]:
+    keys: dict[str, None] = {}
+    for d in dicts:
+        keys.update(dict.fromkeys(d))
+    return list(keys)
+
+
+def _agreed(values: list):
+    distinct = {v for v in values if v is not None}
+    return distinct.pop() if len(distinct) == 1 and None not in values else None
+
+
+def _sum(values: list) -> tuple[float | int | None, str]:
+    if not values:
+        return None, "no trace"
+    missing = sum(v is None for v in values)
+    if missing:
+        return None, f"not measured in {missing} of {len(values)} traces"
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        return None, "not a number in every trace"
+    return sum(values), ""
+
+
+def _derive_ratios(keys: list[str], combined: dict, unmeasured: dict[str, str]) -> None:
+    if "hdbi" in keys:
+        combined["hdbi"] = hdbi(combined.get(DEVICE_KEY), combined.get(ORCH_KEY))
+        if combined["hdbi"] is None:
+            unmeasured["hdbi"] = f"needs {DEVICE_KEY} and {ORCH_KEY} measured in every trace"
+    if "kernel_diversity" in keys:
+        combined["kernel_diversity"] = None
+        unmeasured["kernel_diversity"] = "distinct kernel names per trace cannot be combined from summaries"
+    tokens = combined.get(TOKENS_KEY)
+    for key in keys:
+        if not key.endswith(PER_TOKEN_SUFFIX):
+            continue
+        base = combined.get(key[: -len(PER_TOKEN_SUFFIX)])
+        combined[key] = base / tokens if base is not None and tokens else None
+        if combined[key] is None:
+            unmeasured[key] = "output-token count or the metric not known for every trace"
+
+
+def hdbi(device_active_us: float | None, orchestration_us: float | None) -> float | None:
+    """HDBI = T_DeviceActive / (T_DeviceActive + T_Orchestrate), clamped to [0, 1] ("paper Eq.3").
+
+    Returns None when either term is unmeasured or both are 0.
+    """
+    if device_active_us is None or orchestration_us is None:
+        return None
+    total = device_active_us + orchestration_us
+    if total <= 0:
+        return None
+    return min(1.0, max(0.0, device_active_us / total))
+
+
+def combine_summaries(summaries: list[Mapping]) -> dict:
+    """Combine whole ``Analysis.summary`` dicts: ``all`` and each phase.
+
+    Returns:
+        ``{"all": {...}, "phases": {phase: {...}}, "unmeasured": {"all": {...}, phase: {...}}, "traces": n}``.
+        A phase present in only some traces combines the traces that have it.
+    """
+    combined_all, why_all = combine_metrics([s.get("all", {}) for s in summaries])
+    phases: dict[str, dict] = {}
+    unmeasured: dict[str, dict] = {"all": why_all}
+    for phase in _ordered_keys(s.get("phases", {}) for s in summaries):
+        per_trace = [s["phases"][phase] for s in summaries if phase in s.get("phases", {})]
+        phases[phase], unmeasured[phase] = combine_metrics(per_trace)
+    return {"all": combined_all, "phases": phases, "unmeasured": unmeasured, "traces": len(summaries)}

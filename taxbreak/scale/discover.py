@@ -1,0 +1,73 @@
+"""Which files of a folder are traces, and how big they are once decompressed."""
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+from ..trace.errors import TraceNotFoundError, UsageError
+
+# Suffixes taxbreak reads (readers/detect.py decides the format from content).
+TRACE_SUFFIXES = (".json", ".json.gz", ".sqlite", ".nsys-rep")
+RUN_MANIFEST = "manifest.json"
+# A gzip member's trailer keeps the uncompressed size modulo 2**32 (RFC 1952).
+_GZIP_ISIZE_WRAP = 2**32
+
+
+def is_run_dir(path: str | Path) -> bool:
+    """True when ``path`` is a run directory written by ``taxbreak profile``."""
+    return (Path(path) / RUN_MANIFEST).is_file()
+
+
+def find_traces(folder: str | Path) -> list[Path]:
+    """The trace files directly inside ``folder``, sorted by name.
+
+    A run directory's own manifest and any hidden file are not traces.
+
+    Raises:
+        TraceNotFoundError: ``folder`` does not exist (``input.not_found``).
+        UsageError: it holds no trace file (``run.no_traces``).
+    """
+    root = Path(folder)
+    if not root.is_dir():
+        raise TraceNotFoundError("input.not_found", "no such folder", path=str(root))
+    traces = sorted(
+        p for p in root.iterdir()
+        if p.is_file() and not p.name.startswith(".") and p.name != RUN_MANIFEST
+        and p.name.endswith(TRACE_SUFFIXES)
+    )
+    if not traces:
+        raise UsageError(
+            "run.no_traces", "the folder holds no trace file", path=str(root),
+            hint=f"expected files ending in {', '.join(TRACE_SUFFIXES)}",
+        )
+    return traces
+
+
+def is_trace_folder(path: str | Path) -> bool:
+    """True when ``path`` is a folder of traces (one per rank or run), not a run directory."""
+    root = Path(path)
+    if not root.is_dir() or is_run_dir(root):
+        return False
+    return any(p.is_file() and p.name.endswith(TRACE_SUFFIXES) for p in root.iterdir())
+
+
+def uncompressed_bytes(path: str | Path) -> int:
+    """The size of ``path`` once decompressed (gzip trailer), else its size on disk.
+
+    The gzip trailer holds the size modulo 4 GiB; a compressed file is assumed
+    to expand at least 4x (Kineto JSON gzips 10-15x), which picks the right
+    wrap count for the sizes seen in practice.
+    """
+    src = Path(path)
+    size = src.stat().st_size
+    if not src.name.endswith(".gz") or size < 18:
+        return size
+    with open(src, "rb") as fh:
+        if fh.read(2) != b"\x1f\x8b":
+            return size
+        fh.seek(-4, 2)
+        isize = struct.unpack("<I", fh.read(4))[0]
+    wraps = max(0, (4 * size - isize + _GZIP_ISIZE_WRAP - 1) // _GZIP_ISIZE_WRAP)
+    return isize + wraps * _GZIP_ISIZE_WRAP
+
+

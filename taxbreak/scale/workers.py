@@ -1,0 +1,71 @@
+"""How many traces to analyze at once: bounded by CPUs and by available memory.
+
+Peak memory of one analysis grows with the decompressed trace size; the ratio
+below was measured with scripts/bench.py (docs/performance.md, "Scale"): peak
+RSS of ``taxbreak analyze`` divided by the decompressed JSON size, on the
+synthetic 1 M-event trace, plus the interpreter's own footprint.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from .discover import uncompressed_bytes
+
+log = logging.getLogger(__name__)
+
+# Measured (docs/performance.md, "Scale"): peak RSS ≈ BASE + RATIO × JSON bytes.
+RSS_PER_JSON_BYTE = 1.0
+BASE_RSS_BYTES = 350 * 1024**2
+# Leave room for the parent process, page cache and other work on the machine.
+MEMORY_HEADROOM = 0.8
+
+
+def available_memory_bytes() -> int:
+    """``MemAvailable`` from /proc/meminfo, else free physical pages."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (affinity mask, cgroup-unaware fallback to cpu_count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def estimate_peak_bytes(path: str | Path) -> int:
+    """Expected peak RSS of analyzing ``path`` in a fresh process."""
+    return int(BASE_RSS_BYTES + RSS_PER_JSON_BYTE * uncompressed_bytes(path))
+
+
+def plan_workers(paths: list[Path], workers: int | None = None, available_bytes: int | None = None) -> int:
+    """The worker count for analyzing ``paths`` in parallel.
+
+    Args:
+        paths: the traces.
+        workers: an explicit count (still capped by the number of traces).
+        available_bytes: memory to plan with; ``available_memory_bytes()`` when None.
+
+    Returns:
+        ``min(traces, CPUs, memory budget / largest per-trace peak)``, at least 1.
+    """
+    if not paths:
+        return 1
+    if workers is not None:
+        return max(1, min(int(workers), len(paths)))
+    budget = MEMORY_HEADROOM * (available_memory_bytes() if available_bytes is None else available_bytes)
+    peak = max(estimate_peak_bytes(p) for p in paths)
+    by_memory = int(budget // peak)
+    planned = max(1, min(len(paths), usable_cpus(), by_memory))
+    log.debug("workers: %d (cpus %d, memory allows %d at %.0f MB peak each)",
+              planned, usable_cpus(), by_memory, peak / 1e6)
+    return planned

@@ -1,0 +1,96 @@
+"""The decomposer recovers every planted component exactly, from canonical tables."""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from taxbreak.decompose import analyze
+from taxbreak.synth.planted import PlantedLaunch, PlantedOp, PlantedSpec, PlantedStep, build, random_spec
+
+from planted_expect import compare_kernels, compare_partition
+
+H100_FLOOR_NS = 4710
+
+
+def _one_op_spec() -> PlantedSpec:
+    launches = [
+        PlantedLaunch("nvjet_tst_128x64_64x8_1x1_v_bz_TNT", 2_000, 0, 3_000, 9_000, 40_000, False),
+        PlantedLaunch("sm90_xmma_gemm_bf16_cublasLt", 1_000, 5_000, 4_000, 6_000, 80_000, True),
+        PlantedLaunch("void at::native::vectorized_elementwise_kernel<4>", 4_000, 0, 2_500, 3_000, 5_000, False),
+    ]
+    return PlantedSpec([PlantedStep("prefill", [PlantedOp("linear", "aten::addmm", 7_000, launches)])])
+
+
+def test_small_planted_trace_exact_values():
+    planted = build(_one_op_spec())
+    a = analyze(planted.tables)
+    k = a.kernels.sort_values("correlation").reset_index(drop=True)
+    # T_dispatch: 2000 from the op start; 6000 (1000 + 5000 library) after launch 1; 4000 after launch 2
+    assert k["t_dispatch_ns"].tolist() == [2_000, 6_000, 4_000]
+    # base = median(2000, 4000) = 3000; ΔCT = 6000 - 3000 for the cuBLAS kernel
+    assert a.summary["all"]["t_dispatch_base_us"] == 3.0
+    assert k["ct_ns"].tolist() == [0, 3_000, 0]
+    assert k["ft_python_ns"].tolist() == [7_000, 0, 0]  # T_py once per op invocation
+    assert k["ft_dispatch_ns"].tolist() == [2_000, 3_000, 4_000]
+    assert k["kt_residual_ns"].tolist() == [9_000 - 4_710, 6_000 - 4_710, 0]  # 3000 < floor → 0
+    s = a.summary["all"]
+    assert s["framework_us"] == 16.0 and s["library_us"] == 3.0 and s["launch_floor_us"] == 14.13
+    assert s["orchestration_us"] == 33.13
+    assert s["device_active_us"] == 125.0
+    assert s["hdbi"] == round(125.0 / (125.0 + s["orchestration_us"]), 6)
+    assert s["floor_source"] == "published:H100"
+    assert s["tklqt_us"] == 18.0
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), steps=st.integers(1, 4), ops=st.integers(1, 6))
+def test_planted_components_recovered_exactly(seed, steps, ops):
+    planted = build(random_spec(np.random.default_rng(seed), steps=steps, ops=ops))
+    a = analyze(planted.tables)
+    compare_kernels(a.kernels, planted.kernels, H100_FLOOR_NS)
+    compare_partition(a.host_partition, planted.steps, library_ranges=False)
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_planted_with_library_ranges(seed):
+    spec = random_spec(np.random.default_rng(seed), steps=2, ops=5, with_library_ranges=True)
+    planted = build(spec)
+    a = analyze(planted.tables)
+    compare_kernels(a.kernels, planted.kernels, H100_FLOOR_NS)
+    compare_partition(a.host_partition, planted.steps, library_ranges=True)
+    lib = planted.kernels["is_library"]
+    assert a.summary["meta"]["library_ranges"] is True
+    # measured library time = the cuBLAS ranges (library time + the launch call inside them)
+    assert a.summary["all"]["library_measured_us"] is not None or not lib.any()
+
+
+def test_floor_override_and_steps():
+    planted = build(random_spec(np.random.default_rng(3), steps=3, ops=2))
+    a = analyze(planted.tables, floor_us=2.0, tokens=3)
+    compare_kernels(a.kernels, planted.kernels, 2_000)
+    s = a.summary
+    assert s["all"]["floor_source"] == "cli"
+    assert list(s["phases"]) == ["prefill", "decode"]
+    assert [row["phase"] for row in s["steps"]] == ["prefill", "decode", "decode"]
+    assert s["all"]["kernels_per_token"] == round(s["all"]["kernels"] / 3, 3)
+    assert s["meta"]["step_scheme"] == "taxbreak"
+    assert sum(r["kernels"] for r in s["steps"]) == s["all"]["kernels"]
+
+
+def test_t_py_unmeasured_without_python_frames():
+    planted = build(random_spec(np.random.default_rng(5), steps=1, ops=3))
+    he = planted.tables.host_events
+    kind = he.column("kind").cast(pa.string())
+    planted.tables.host_events = he.filter(pc.not_equal(kind, "python"))
+    a = analyze(planted.tables)
+    s = a.summary
+    assert s["all"]["framework_python_us"] is None  # not measured, never 0
+    assert s["meta"]["t_py_measured"] is False
+    assert s["diagnostics"]["decompose.t_py_unmeasured"]["count"] == 1
+    assert a.kernels["t_py_ns"].isna().all()
+    disp = a.kernels["ft_dispatch_ns"].astype("int64")
+    assert (a.kernels["ft_ns"].astype("int64") == disp).all()

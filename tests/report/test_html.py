@@ -1,0 +1,141 @@
+"""The HTML report: escaping, self-containment, honest "not measured" values."""
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+
+import pytest
+from click.testing import CliRunner
+
+from taxbreak.cli.main import main
+from taxbreak.decompose import analyze
+from taxbreak.report.html import render_html
+from taxbreak.report.markup import Markup, esc, tag, void
+
+from .fake import XSS_KERNEL, XSS_OP, make_analysis, phase_metrics
+from .traces import FLOOR_US, write_planted
+
+MANIFEST = {"model": "llama-3.2-1b", "batch_size": 4, "seq_len": 128, "new_tokens": 10,
+            "gpu": {"name": "NVIDIA H100 80GB HBM3"}, "cpu": {"name": "Intel Xeon 8480C"}}
+
+
+def test_tag_escapes_children_and_attributes_but_not_markup():
+    assert tag("td", XSS_KERNEL) == "<td>&lt;script&gt;alert(1)&lt;/script&gt;</td>"
+    assert tag("rect", title='"><x>') == '<rect title="&quot;&gt;&lt;x&gt;"></rect>'
+    assert tag("g", tag("b", "x"), "<y>") == "<g><b>x</b>&lt;y&gt;</g>"
+    assert void("rect", class_="a", hidden=True, skip=None) == '<rect class="a" hidden/>'
+    assert esc(Markup("<b>")) == "<b>"
+
+
+class _Refs(HTMLParser):
+    """Every element and every src/href/url() reference of a page."""
+
+    def __init__(self):
+        super().__init__()
+        self.tags, self.refs = [], []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        self.refs += [v for k, v in attrs if k in ("src", "href", "xlink:href", "action") and v]
+        self.refs += re.findall(r"url\(([^)]*)\)", " ".join(v or "" for _, v in attrs))
+
+
+def _external_refs(html: str) -> list[str]:
+    parser = _Refs()
+    parser.feed(html)
+    return parser.refs + [u for u in re.findall(r"https?://[^\s\"'<>)]+", html) if u != "http://www.w3.org/2000/svg"]
+
+
+def _tags(html: str) -> set[str]:
+    parser = _Refs()
+    parser.feed(html)
+    return set(parser.tags)
+
+
+def test_trace_strings_are_escaped_everywhere():
+    html = render_html(make_analysis(), manifest=MANIFEST, title="<b>run</b>")
+    assert "<script" not in html.lower() and "<img" not in html.lower()
+    assert not _tags(html) & {"script", "img", "iframe", "object", "embed", "link"}
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "&lt;img src=x onerror=&quot;alert(2)&quot;&gt;" in html
+    assert "&lt;b&gt;run&lt;/b&gt;" in html
+    assert 'http-equiv="Content-Security-Policy" content="default-src &#x27;none&#x27;' in html
+
+
+def test_report_is_self_contained():
+    html = render_html(make_analysis(), manifest=MANIFEST)
+    assert _external_refs(html) == []
+    assert html.startswith("<!DOCTYPE html>") and html.count("<svg") >= 4
+
+
+def test_header_shows_manifest_and_floor_source():
+    html = render_html(make_analysis(), manifest=MANIFEST)
+    for text in ("llama-3.2-1b", "batch_size 4, seq_len 128, new_tokens 10", "NVIDIA H100 80GB HBM3",
+                 "Intel Xeon 8480C", "4.50 µs (source: published:default)"):
+        assert text in html
+    bare = render_html(make_analysis())
+    assert "not recorded (no run manifest)" in bare and "NVIDIA H100" in bare
+
+
+def test_unmeasured_values_are_labelled_never_zero():
+    a = make_analysis()
+    cpu_only = phase_metrics(device_active_us=None, hdbi=None, framework_python_us=None, floor_us=None,
+                             floor_source="unavailable", kernels=0)
+    a.summary["all"] = cpu_only
+    a.summary["phases"] = {"decode": cpu_only}
+    html = render_html(a)
+    assert "no CUDA device in trace" in html
+    assert "not measured (not drawn): framework Python (ΔFT py)" in html
+    assert "not available (unavailable: no device activity in trace)" in html
+    assert re.search(r"HDBI<b class=\"missing\">not measured</b>", html)
+
+
+def test_planted_trace_report_numbers(tmp_path):
+    trace = write_planted(tmp_path / "t.json")
+    html = render_html(analyze(trace, floor_us=FLOOR_US), title=str(trace))
+    assert "4.50 µs (source: cli)" in html
+    assert "HDBI<b>0.324</b>" in html and "T_Orchestrate<b>37.50 µs</b>" in html
+    assert "step 0 (decode) taxbreak/decode/0" in html
+    assert html.count('class="idle"') == 4  # device idle gaps: before K1, K1-K2, K2-K3, after K3
+
+
+def test_cli_report_from_run_directory(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    write_planted(run / "trace.json.gz", xss=True)
+    (run / "manifest.json").write_text(json.dumps(MANIFEST))
+    out = tmp_path / "r.html"
+    result = CliRunner().invoke(main, ["report", str(run), "-o", str(out), "--floor-us", "4.5"])
+    assert result.exit_code == 0, result.output
+    html = out.read_text()
+    assert "llama-3.2-1b" in html and "<script" not in html
+    assert "aten::&lt;img src=x onerror=&quot;alert(2)&quot;&gt;" in html
+
+
+def test_cli_report_errors_are_one_line(tmp_path):
+    (tmp_path / "empty").mkdir()
+    result = CliRunner().invoke(main, ["report", str(tmp_path / "empty")])
+    assert result.exit_code == 1 and result.stderr.startswith("error[run.no_traces]")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "manifest.json").write_text("{")
+    (bad / "trace.json").write_text("{}")
+    result = CliRunner().invoke(main, ["report", str(bad)])
+    assert result.exit_code == 1 and result.stderr.startswith("error[run.not_a_run]")
+
+
+SMALL_REAL = ["HolisticTraceAnalysis/tests/data/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz",
+              "HolisticTraceAnalysis/tests/data/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz",
+              "HolisticTraceAnalysis/tests/data/cupti_profiler/benchmark_result_924719_1679055439_trace.json.gz",
+              "HolisticTraceAnalysis/tests/data/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+              "nsys-ai/tests/fixtures/mock.sqlite"]
+
+
+@pytest.mark.parametrize("rel", SMALL_REAL)
+def test_real_traces_render(shared_traces, rel):
+    analysis = analyze(shared_traces / rel)
+    html = render_html(analysis, title=rel)
+    assert _external_refs(html) == []
+    if not analysis.summary["all"]["kernels"]:
+        assert "no CUDA device in trace" in html or "not measured" in html

@@ -1,0 +1,82 @@
+"""The analysis cache: a second analyze of the same trace is read back, equal to the first."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pandas.testing as pdt
+import pytest
+
+from taxbreak.readers import load_trace
+from taxbreak.readers.cache import cache_stats, clear_cache
+from taxbreak.scale import analysis_cache
+from taxbreak.scale.analysis_cache import FRAMES, analysis_cache_dir, analysis_key, cached_analyze
+from taxbreak.synth.bigtrace import write_big_kineto
+
+
+@pytest.fixture(scope="module")
+def small_trace(tmp_path_factory):
+    path = tmp_path_factory.mktemp("small") / "rank0.json.gz"
+    write_big_kineto(path, 3000, seed=1)
+    return path
+
+
+def _assert_same(a, b):
+    for name in FRAMES:
+        left, right = getattr(a, name), getattr(b, name)
+        assert list(left.columns) == list(right.columns), name
+        for col in left.columns:
+            x, y = left[col], right[col]
+            if isinstance(x.dtype, pd.CategoricalDtype):
+                # Parquet gives categories of dtype str where pandas built object: same values
+                assert isinstance(y.dtype, pd.CategoricalDtype), (name, col)
+                x, y = x.astype(object), y.astype(object)
+            pdt.assert_series_equal(x, y, obj=f"{name}.{col}")
+    assert json.loads(a.to_json()) == b.summary
+
+
+def test_second_analyze_is_read_back_and_equal(small_trace, monkeypatch):
+    first = cached_analyze(small_trace)
+    calls = []
+    monkeypatch.setattr(analysis_cache, "analyze", lambda *a, **k: calls.append(a))
+    second = cached_analyze(small_trace)
+    assert calls == []  # served from the cache
+    _assert_same(first, second)
+    assert second.tables.device_activities.num_rows == first.tables.device_activities.num_rows
+
+
+def test_options_are_part_of_the_key(small_trace):
+    base = analysis_key(small_trace, None, None, None)
+    assert analysis_key(small_trace, 5.0, None, None) != base
+    assert analysis_key(small_trace, None, r"taxbreak/(?P<phase>\w+)/\d+", None) != base
+    assert analysis_key(small_trace, None, None, 64) != base
+    with_floor = cached_analyze(small_trace, floor_us=7.0)
+    assert with_floor.summary["all"]["floor_us"] == 7.0
+    assert cached_analyze(small_trace, floor_us=7.0).summary["all"]["floor_us"] == 7.0
+    assert cached_analyze(small_trace).summary["all"]["floor_us"] != 7.0
+
+
+def test_no_cache_writes_nothing(small_trace):
+    clear_cache()
+    result = cached_analyze(small_trace, use_cache=False)
+    assert result.summary["all"]["kernels"] > 0
+    assert cache_stats().entries == 0
+
+
+def test_corrupt_entry_is_recomputed_with_a_diagnostic(small_trace):
+    first = cached_analyze(small_trace)
+    entry = analysis_cache_dir() / analysis_key(small_trace, None, None, None)
+    (entry / "kernels.parquet").write_bytes(b"PAR1 not really")
+    again = cached_analyze(small_trace)
+    assert again.tables.diagnostics.count("cache.corrupt_entry") == 1
+    _assert_same(first, again)
+
+
+def test_tables_and_missing_paths_go_straight_to_analyze(small_trace, tmp_path):
+    result = cached_analyze(load_trace(small_trace))
+    assert result.summary["all"]["kernels"] > 0
+    from taxbreak.trace.errors import TaxbreakError
+
+    with pytest.raises(TaxbreakError) as info:
+        cached_analyze(tmp_path / "absent.json")
+    assert info.value.code == "input.not_found"

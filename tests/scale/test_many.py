@@ -1,0 +1,115 @@
+"""analyze_many over folders of (fake) traces: ranks, errors, workers, combined summary."""
+from __future__ import annotations
+
+import pytest
+from scale_fakes import crash_analyze, fake_analyze, write_fake_trace
+
+from taxbreak.scale import analyze_many, find_traces, is_trace_folder
+from taxbreak.trace.errors import TaxbreakError, TraceFormatError
+
+
+def _k(step, phase, dur_us, name="gemm"):
+    return {"name": name, "phase": phase, "step": step, "dur_us": dur_us}
+
+
+@pytest.fixture
+def folder(tmp_path):
+    d = tmp_path / "job7"
+    d.mkdir()
+    write_fake_trace(d / "a.json", 1, [_k(0, "prefill", 30.0), _k(1, "decode", 10.0)], orchestration_us=20.0)
+    write_fake_trace(d / "b.json", 0, [_k(0, "prefill", 10.0), _k(1, "decode", 10.0)], orchestration_us=40.0)
+    return d
+
+
+def test_per_rank_and_combined_results(folder):
+    result = analyze_many(find_traces(folder), workers=1, analyze_fn=fake_analyze)
+    per_rank = result.per_rank()
+    assert per_rank["rank"].tolist() == [0, 1]
+    assert per_rank["path"].str.endswith(("b.json", "a.json")).tolist() == [True, True]
+    assert per_rank["rank_source"].tolist() == ["meta", "meta"]
+    assert result.combined["all"]["device_active_us"] == 60.0
+    assert result.combined["all"]["orchestration_us"] == 60.0
+    assert result.combined["all"]["hdbi"] == pytest.approx(60.0 / 120.0)
+    assert result.combined["phases"]["prefill"]["device_active_us"] == 40.0
+    assert len(result.diagnostics) == 0
+
+
+def test_combined_hdbi_differs_from_the_mean_of_ranks(tmp_path):
+    write_fake_trace(tmp_path / "r0.json", 0, [_k(0, "decode", 300.0)], orchestration_us=100.0)
+    write_fake_trace(tmp_path / "r1.json", 1, [_k(0, "decode", 100.0)], orchestration_us=100.0)
+    result = analyze_many(find_traces(tmp_path), workers=1, analyze_fn=fake_analyze)
+    assert result.combined["all"]["hdbi"] == pytest.approx(400.0 / 600.0)
+
+
+def test_rank_falls_back_to_file_order_with_info_diagnostic(tmp_path):
+    write_fake_trace(tmp_path / "x.json", None, [_k(0, "decode", 1.0)], 1.0)
+    write_fake_trace(tmp_path / "y.json", None, [_k(0, "decode", 1.0)], 1.0)
+    result = analyze_many(find_traces(tmp_path), workers=1, analyze_fn=fake_analyze)
+    assert [f.rank for f in result.files] == [0, 1]
+    assert [f.rank_source for f in result.files] == ["file_order", "file_order"]
+    assert result.diagnostics.count("scale.rank_from_order") == 2
+    assert result.diagnostics.items["scale.rank_from_order"].severity == "info"
+
+
+def test_duplicate_ranks_are_counted(tmp_path):
+    for name in ("p.json", "q.json"):
+        write_fake_trace(tmp_path / name, 4, [_k(0, "decode", 1.0)], 1.0)
+    result = analyze_many(find_traces(tmp_path), workers=1, analyze_fn=fake_analyze)
+    assert result.diagnostics.count("scale.duplicate_rank") == 1
+
+
+def test_skip_reports_the_bad_file_and_its_code(folder):
+    (folder / "c.json").write_text("{broken")
+    result = analyze_many(find_traces(folder), workers=1, on_error="skip", analyze_fn=fake_analyze)
+    assert [f.path.endswith("c.json") for f in result.failed] == [True]
+    assert result.failed[0].error["code"] == "json.invalid"
+    assert result.diagnostics.count("scale.file_skipped") == 1
+    assert result.combined["traces"] == 2
+    assert result.combined["all"]["device_active_us"] == 60.0
+
+
+def test_fail_raises_the_files_typed_error_naming_it(folder):
+    (folder / "c.json").write_text("{broken")
+    with pytest.raises(TraceFormatError) as info:
+        analyze_many(find_traces(folder), workers=1, on_error="fail", analyze_fn=fake_analyze)
+    assert info.value.code == "json.invalid"
+    assert info.value.path.endswith("c.json")
+
+
+def test_unexpected_worker_exception_becomes_a_typed_error(folder):
+    with pytest.raises(TaxbreakError) as info:
+        analyze_many(find_traces(folder), workers=1, analyze_fn=crash_analyze)
+    assert info.value.code == "scale.worker_failed"
+    assert "RuntimeError: boom" in info.value.message
+
+
+def test_bad_on_error_value_is_a_usage_error(folder):
+    with pytest.raises(TaxbreakError) as info:
+        analyze_many(find_traces(folder), on_error="ignore", analyze_fn=fake_analyze)
+    assert info.value.code == "usage.invalid" and info.value.exit_code == 2
+
+
+def test_process_pool_gives_the_same_result_as_one_worker(folder):
+    (folder / "c.json").write_text("{broken")
+    serial = analyze_many(find_traces(folder), workers=1, on_error="skip", analyze_fn=fake_analyze)
+    pooled = analyze_many(find_traces(folder), workers=2, on_error="skip", analyze_fn=fake_analyze)
+    assert pooled.workers == 2
+    assert pooled.combined == serial.combined
+    assert [(f.path, f.rank, f.error) for f in pooled.files] == [(f.path, f.rank, f.error) for f in serial.files]
+    with pytest.raises(TraceFormatError):
+        analyze_many(find_traces(folder), workers=2, on_error="fail", analyze_fn=fake_analyze)
+
+
+def test_folder_detection(folder, tmp_path):
+    assert is_trace_folder(folder)
+    (folder / "manifest.json").write_text("{}")
+    assert not is_trace_folder(folder)  # a run directory is analyzed as one run
+    assert find_traces(folder)[-1].name == "b.json"  # the manifest is not a trace
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(TaxbreakError) as info:
+        find_traces(empty)
+    assert info.value.code == "run.no_traces"
+    with pytest.raises(TaxbreakError) as info:
+        find_traces(tmp_path / "absent")
+    assert info.value.code == "input.not_found"

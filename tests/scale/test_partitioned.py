@@ -1,0 +1,98 @@
+"""Hive-partitioned export of several runs, queried with DuckDB and pyarrow."""
+from __future__ import annotations
+
+import duckdb
+import pytest
+from scale_fakes import fake_analyze, write_fake_trace
+
+from taxbreak.scale import analyze_many, find_traces, read_partitioned, write_partitions
+
+
+def _k(step, phase, dur_us, name):
+    return {"name": name, "phase": phase, "step": step, "dur_us": dur_us}
+
+
+def _make_run(root, run, scale):
+    """Two ranks; rank r has 2 prefill gemms and 3 decode kernels, durations × scale."""
+    folder = root / run
+    folder.mkdir()
+    for rank in (0, 1):
+        kernels = [_k(0, "prefill", 10.0 * scale, "gemm"), _k(0, "prefill", 10.0 * scale, "gemm")]
+        kernels += [_k(1 + i, "decode", (1.0 + rank) * scale, "attn") for i in range(3)]
+        write_fake_trace(folder / f"rank{rank}.json", rank, kernels, orchestration_us=5.0)
+    return folder
+
+
+@pytest.fixture
+def dataset(tmp_path):
+    out = tmp_path / "fleet"
+    for run, scale in (("runA", 1.0), ("runB", 2.0), ("runC", 3.0)):
+        folder = _make_run(tmp_path, run, scale)
+        analyze_many(find_traces(folder), workers=1, analyze_fn=fake_analyze, export_dir=out)
+    return out
+
+
+def test_layout_is_hive_partitioned(dataset):
+    files = sorted(p.relative_to(dataset).as_posix() for p in dataset.rglob("*.parquet"))
+    assert "kernels/run=runA/rank=0/phase=decode/part-0.parquet" in files
+    assert "steps/run=runC/rank=1/phase=prefill/part-0.parquet" in files
+    assert len(files) == 2 * 3 * 2 * 2  # tables × runs × ranks × phases
+    assert not list(dataset.glob(".stage-*"))
+
+
+def test_duckdb_query_over_runs_returns_exact_aggregates(dataset):
+    sql = f"""
+        SELECT run, phase, count(*) AS kernels, sum(dur_us) AS device_us
+        FROM read_parquet('{dataset}/kernels/**/*.parquet', hive_partitioning = true)
+        GROUP BY run, phase ORDER BY run, phase
+    """
+    rows = duckdb.sql(sql).fetchall()
+    # decode per run: 3 kernels × (1 + 2) × scale over the two ranks; prefill: 4 × 10 × scale
+    assert rows == [
+        ("runA", "decode", 6, 9.0), ("runA", "prefill", 4, 40.0),
+        ("runB", "decode", 6, 18.0), ("runB", "prefill", 4, 80.0),
+        ("runC", "decode", 6, 27.0), ("runC", "prefill", 4, 120.0),
+    ]
+    by_rank = duckdb.sql(f"""
+        SELECT rank, sum(device_active_us) FROM read_parquet('{dataset}/steps/**/*.parquet', hive_partitioning = true)
+        WHERE run = 'runB' AND phase = 'decode' GROUP BY rank ORDER BY rank
+    """).fetchall()
+    assert by_rank == [(0, 6.0), (1, 12.0)]
+
+
+def test_pyarrow_reads_partition_keys(dataset):
+    table = read_partitioned(dataset, "kernels")
+    assert table.num_rows == 30
+    assert set(table.column("run").to_pylist()) == {"runA", "runB", "runC"}
+    assert set(table.column("rank").to_pylist()) == {0, 1}
+
+
+def test_reexporting_a_run_replaces_it(dataset, tmp_path):
+    folder = tmp_path / "runA"
+    (folder / "rank1.json").unlink()
+    analyze_many(find_traces(folder), workers=1, analyze_fn=fake_analyze, export_dir=dataset)
+    ranks = duckdb.sql(f"""
+        SELECT DISTINCT rank FROM read_parquet('{dataset}/kernels/**/*.parquet', hive_partitioning = true)
+        WHERE run = 'runA'""").fetchall()
+    assert ranks == [(0,)]
+
+
+def test_write_partitions_of_one_analysis_and_empty_tables(tmp_path):
+    trace = write_fake_trace(tmp_path / "t.json", 0, [], orchestration_us=1.0)
+    written = write_partitions(fake_analyze(trace, None), tmp_path / "out", run_id="solo", rank=2)
+    assert sorted(p.relative_to(tmp_path / "out").as_posix() for p in written) == [
+        "kernels/run=solo/rank=2/phase=unknown/part-0.parquet",
+        "steps/run=solo/rank=2/phase=unknown/part-0.parquet",
+    ]
+    assert read_partitioned(tmp_path / "out", "kernels").num_rows == 0
+
+
+def test_duplicate_ranks_do_not_overwrite_each_other(tmp_path):
+    folder = tmp_path / "dup"
+    folder.mkdir()
+    for name in ("a.json", "b.json"):
+        write_fake_trace(folder / name, 0, [_k(0, "decode", 1.0, "k")], 1.0)
+    out = tmp_path / "out"
+    analyze_many(find_traces(folder), workers=1, analyze_fn=fake_analyze, export_dir=out)
+    parts = sorted(p.name for p in (out / "kernels/run=dup/rank=0/phase=decode").iterdir())
+    assert parts == ["part-0.parquet", "part-1.parquet"]
