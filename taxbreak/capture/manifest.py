@@ -102,14 +102,14 @@ def write_derived(run_dir: Path, trace_path: Path) -> DerivedOutputs:
     analysis, status["analysis"] = _guarded(lambda: _analyze(run_dir))
     if analysis is not None:
         _, status["summary"] = _guarded(lambda: write_json(run_dir / SUMMARY, analysis.summary))
-        tables = getattr(analysis, "tables", None)
+        tables, load_status = getattr(analysis, "tables", None), "the analysis holds no tables"
     else:
         status["summary"] = f"not written: {status['analysis']}"
-        tables, _ = _guarded(lambda: _load(trace_path))
+        tables, load_status = _guarded(lambda: _load(trace_path))
     if tables is not None:
         _, status["tables"] = _guarded(lambda: tables.to_parquet(run_dir / TABLES_DIR))
     else:
-        status["tables"] = "not written: the trace could not be read (see analysis)"
+        status["tables"] = f"not written: {load_status}"
     return DerivedOutputs(analysis, status)
 
 

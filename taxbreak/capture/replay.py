@@ -74,16 +74,6 @@ def find_trace(run_dir: str | Path) -> Path:
                         hint="pass a directory written by `taxbreak profile` (Kineto backend)")
 
 
-def read_manifest(run_dir: str | Path) -> dict:
-    """``manifest.json`` of a run directory, ``{}`` when absent or unreadable."""
-    path = Path(run_dir) / "manifest.json"
-    try:
-        return json.loads(path.read_text()) if path.is_file() else {}
-    except (OSError, ValueError):
-        log.debug("manifest %s not readable", path)
-        return {}
-
-
 def _op_key(frame: pd.DataFrame) -> pd.Series:
     cols = ["op_name", *RECORD_COLUMNS]
     return pd.Series([json.dumps(list(row)) for row in frame[cols].itertuples(index=False)], index=frame.index)
@@ -95,15 +85,17 @@ def most_common_dtype(records: list[OpRecord]):
     return dtype_of(counts.most_common(1)[0][0]) if counts else None
 
 
-def _skip_reason(record: OpRecord) -> str | None:
-    """None when the record can be replayed, else why not."""
-    if not record.name:
-        return "launch outside any ATen op"
+def _record_or_reason(row) -> tuple[OpRecord | None, str | None]:
+    """The op record of a unique kernel row, or why it cannot be replayed."""
+    if not row.op_name:
+        return None, "launch outside any ATen op"
     try:
+        record = parse_record(row.op_name, row.input_dims or None, row.input_types or None,
+                              row.input_strides or None, row.concrete_inputs or None)
         resolve_overloads(record)
     except CaptureError as err:
-        return err.message.split(": ", 1)[-1]
-    return None
+        return None, err.message.split(": ", 1)[-1].removeprefix("skipped: ")
+    return record, None
 
 
 def plan_replay(tables: TraceTables) -> ReplayPlan:
@@ -116,9 +108,7 @@ def plan_replay(tables: TraceTables) -> ReplayPlan:
     distinct = kernels.drop_duplicates("op_key")
     records, reasons, index_of = [], {}, {}
     for row in distinct.itertuples(index=False):
-        record = parse_record(row.op_name, row.input_dims or None, row.input_types or None,
-                              row.input_strides or None, row.concrete_inputs or None)
-        reason = _skip_reason(record)
+        record, reason = _record_or_reason(row)
         if reason is None:
             index_of[row.op_key] = len(records)
             records.append(record)
@@ -195,7 +185,7 @@ def replay(run_dir: str | Path, warmup: int = 20, runs: int = 50, floor_us: floa
     from ..decompose.floor import resolve_floor
     from ..readers import load_trace
     from .floor import require_cuda
-    from .replay_compare import compare
+    from .replay_compare import add_python_layer, compare
     from .replay_match import match_replay, replay_samples
 
     require_cuda()
@@ -208,8 +198,25 @@ def replay(run_dir: str | Path, warmup: int = 20, runs: int = 50, floor_us: floa
     plan = mark_failed(plan, failed)
     floor = resolve_floor(tables, floor_us)
     kernels, summary = compare(plan.kernels, matched, floor.floor_us, floor.source)
+    add_python_layer(summary, *_python_layer(tables, floor_us))
     summary["runs"], summary["warmup"] = runs, warmup
     return ReplayResult(kernels, summary, plan.skipped(), str(trace_path) if keep_trace else None)
+
+
+def _python_layer(tables: TraceTables, floor_us: float | None) -> tuple[float | None, float | None]:
+    """(T_Py total µs, HDBI) of the full decomposition; (None, None) when it cannot run.
+
+    T_Py is the Python/torch layer above the ATen op, which replay does not
+    re-measure; it is taken from ``taxbreak.decompose.analyze`` unchanged.
+    """
+    from ..decompose import analyze
+
+    try:
+        overall = analyze(tables, floor_us=floor_us).summary["all"]
+    except TaxbreakError as err:
+        log.debug("full analysis unavailable for the replay comparison: %s", err)
+        return None, None
+    return overall.get("framework_python_us"), overall.get("hdbi")
 
 
 def mark_failed(plan: ReplayPlan, failed: dict[int, str]) -> ReplayPlan:
@@ -248,5 +255,6 @@ def rebuild_coverage(records: list[OpRecord], device: str = "cpu", default_dtype
             rows.append((record.name, "rebuilt", call.overload_name, "", output_shapes(out)))
         except CaptureError as err:
             status = "skipped" if record.name in SKIPPED_OPS else "unsupported"
-            rows.append((record.name, status, "", err.message.split(": ", 1)[-1], []))
+            reason = err.message.split(": ", 1)[-1].removeprefix("skipped: ")
+            rows.append((record.name, status, "", reason, []))
     return pd.DataFrame(rows, columns=["op_name", "status", "overload", "reason", "output_shapes"])

@@ -12,8 +12,9 @@ Per unique kernel k with frequency f_k (TaxBreak §III, SODA ``report.py``):
 
 computed twice: once with the in-trace means of T_dispatch and T_launch, once
 with the replayed ones. T_Py (the Python layer above the ATen op) is not
-replayed, so both orchestration figures here leave it out and say so
-(``includes_t_py: false``); the full HDBI with T_Py is ``taxbreak analyze``'s.
+replayed: :func:`add_python_layer` adds the in-trace T_Py total of the full
+analysis to both columns (``orchestration_us``, ``hdbi``), and both stay None
+when the trace has no Python layer (``includes_t_py: false``).
 A kernel whose op was not replayed keeps its in-trace T_dispatch and takes
 T_launch = T_sys in the isolated column (the published fallback), and is
 counted in ``kernels_fallback``.
@@ -115,3 +116,23 @@ def _counts(table: pd.DataFrame) -> dict:
         "match_tiers": {str(k): int(v) for k, v in tiers.items()},
         "ambiguous_ranges": int(table["ambiguous_ranges"].fillna(0).sum()),
     }
+
+
+def add_python_layer(summary: dict, t_py_us: float | None, analysis_hdbi: float | None = None) -> dict:
+    """Add T_Py (from the full analysis; replay does not measure it) to both columns.
+
+    Sets ``orchestration_us`` = ``orchestration_dispatch_us`` + T_Py and the
+    full ``hdbi`` per column; both are None when T_Py was not measured.
+    ``analysis_hdbi`` is ``taxbreak analyze``'s own HDBI of the trace, for reference.
+    """
+    device = summary.get("device_active_us")
+    for label in ("in_trace", "isolated"):
+        part = summary[label]
+        orch = part["orchestration_dispatch_us"]
+        full = None if t_py_us is None or orch is None else orch + t_py_us
+        part["orchestration_us"] = full
+        part["hdbi"] = None if full is None or device is None or device + full <= 0 else device / (device + full)
+    summary["t_py_us"] = t_py_us
+    summary["includes_t_py"] = t_py_us is not None
+    summary["analysis_hdbi"] = analysis_hdbi
+    return summary

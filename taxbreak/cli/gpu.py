@@ -104,12 +104,13 @@ def _render_replay(result, top: int) -> None:
                       _fmt(row.dispatch_trace_us), _fmt(row.dispatch_replay_us),
                       _fmt(row.launch_trace_us), _fmt(row.launch_replay_us))
     console.print(table)
-    totals = Table(title="Totals (µs, frequency-weighted; T_Py not included)")
+    with_py = "T_Py added from the trace" if s.get("includes_t_py") else "no T_Py in the trace"
+    totals = Table(title=f"Totals (µs, frequency-weighted; {with_py})")
     totals.add_column("")
     for col in ("in-trace", "isolated"):
         totals.add_column(col, justify="right")
     for key in ("dispatch_base_us", "ft_dispatch_us", "ct_us", "floor_total_us", "kt_framework_us",
-                "orchestration_dispatch_us", "hdbi_dispatch"):
+                "orchestration_dispatch_us", "hdbi_dispatch", "orchestration_us", "hdbi"):
         totals.add_row(key, _fmt(s["in_trace"][key], 3), _fmt(s["isolated"][key], 3))
     console.print(totals)
     console.print(f"replayed {s['kernels_replayed']}/{s['kernels_total']} unique kernels "

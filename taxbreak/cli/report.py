@@ -88,7 +88,8 @@ def diff(base, new, as_json, top, floor_us, step_pattern, tokens):
 
 
 def _json_default(value):
-    return None if value != value else str(value)  # NaN -> null
+    """numpy scalars -> Python numbers; anything else as text."""
+    return value.item() if hasattr(value, "item") else str(value)
 
 
 @click.command("check")

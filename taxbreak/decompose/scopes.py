@@ -107,7 +107,7 @@ def build_ops(views: Views, kernels: pd.DataFrame) -> pd.DataFrame:
     host = views.host
     calls = pd.Series(host.name[host.is_aten]).value_counts()
     k = kernels[kernels["kind"] == "kernel"].copy()
-    k["op_name"] = k["op_name"].fillna("(no aten op)")
+    k["op_name"] = k["op_name"].astype(object).where(k["op_name"].notna(), "(no aten op)")
     cols = ["t_py_ns", "ft_ns", "ft_python_ns", "ft_dispatch_ns", "ct_ns", "kt_floor_ns", "kt_residual_ns", "dur_ns"]
     g = k.groupby("op_name")[cols].sum(min_count=1)
     out = pd.DataFrame({"op_name": g.index, "calls": calls.reindex(g.index).fillna(0).astype(np.int64).to_numpy(),

@@ -6,7 +6,7 @@ Pipeline (docs/trace-model.md, docs/performance.md):
 2. top level: one msgspec pass validates the whole JSON and returns the small
    top-level keys, keeping ``traceEvents`` as raw bytes; a truncated file is
    detected here and, with ``allow_truncated``, its complete events recovered;
-3. events: the raw array is decoded in ~4 MB chunks into typed Structs
+3. events: the raw array is decoded in ~2 MB chunks into typed Structs
    (:mod:`kineto_events`) and each chunk routed into table columns
    (:mod:`kineto_columns`);
 4. tables: chunks concatenated, times made relative to the origin, nesting

@@ -70,7 +70,7 @@ class ColumnSink:
                 cols = extract(sel, route[idx], ts_ns[idx], dur_ns[idx])
                 cols["row_id"] = row_ids[idx]
                 for name, col in cols.items():
-                    self.parts[table][name].append(col)
+                    self.parts[table][name].append(_narrow(col))
                 self.counts[table] += len(idx)
 
     def _durations(self, events, row_ids, complete, route) -> np.ndarray:
@@ -113,9 +113,21 @@ class ColumnSink:
             cols = {name: _concat(chunks) for name, chunks in parts.items()}
             for name in ("start_ns", "ts_ns"):
                 if name in cols:
-                    cols[name] = cols[name] - np.int64(origin_ns)
+                    cols[name] = cols[name].astype(np.int64) - np.int64(origin_ns)
             out[table] = pa.table(cols) if cols else None
         return out
+
+
+def _narrow(col):
+    """Ids held as int32 while the JSON bytes are still in memory (they widen back
+    to the canonical int64 when the tables are conformed); times stay int64."""
+    if isinstance(col, np.ndarray) and col.dtype == np.int64 and len(col):
+        if col.min() >= _I32_MIN and col.max() <= _I32_MAX:
+            return col.astype(np.int32)
+    return col
+
+
+_I32_MIN, _I32_MAX = np.iinfo(np.int32).min, np.iinfo(np.int32).max
 
 
 def _example(event: Event, row: int) -> str:

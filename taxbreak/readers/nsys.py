@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 
 from taxbreak.trace.diagnostics import Diagnostics
 from taxbreak.trace.errors import ToolMissingError, TraceFormatError, TraceNotFoundError
-from taxbreak.trace.tables import TraceTables
+from taxbreak.trace.tables import TraceMeta, TraceTables
 
 from .nsys_api import read_api_calls
 from .nsys_db import NsysDb, open_export
@@ -125,8 +125,9 @@ def _read_tables(db: NsysDb) -> TraceTables:
     return tables
 
 
-def _fold_nvtx_names(meta, nvtx: NvtxResult) -> None:
-    """NVTX names a thread (nvtxNameOsThread) wins over the OS thread name."""
+def _fold_nvtx_names(meta: TraceMeta, nvtx: NvtxResult) -> None:
+    """Fold NVTX naming records into meta; a thread name given through NVTX
+    (nvtxNameOsThread) wins over the OS thread name."""
     meta.thread_names.update(nvtx.thread_names)
     if nvtx.domains:
         meta.extra["nvtx_domains"] = nvtx.domains

@@ -216,6 +216,11 @@ def split_global_id(global_id: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return pid.astype(np.int64), tid.astype(np.int64)
 
 
+def constant_strings(n: int, value: str) -> pa.DictionaryArray:
+    """``n`` copies of ``value`` as a dictionary array (one string, n int32 indices)."""
+    return pa.DictionaryArray.from_arrays(np.zeros(n, dtype=np.int32), pa.array([value], pa.string()))
+
+
 def take_strings(values: np.ndarray, index: np.ndarray) -> pa.Array:
     """``values[index]`` as an Arrow string array (values: object array, None = null)."""
     return pa.array(values, type=pa.string()).take(pa.array(index, type=pa.int64()))

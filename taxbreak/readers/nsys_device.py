@@ -26,7 +26,7 @@ from taxbreak.trace.diagnostics import Diagnostics
 from taxbreak.trace.schema import NO_ID
 
 from . import nsys_schema as ns
-from .nsys_db import NsysDb, split_global_id, take_strings
+from .nsys_db import NsysDb, constant_strings, split_global_id, take_strings
 
 _INT_FIELDS = ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "registers",
                "shared_mem_bytes", "bytes", "graph_id", "graph_node_id")
@@ -62,7 +62,7 @@ def _activity_table(db: NsysDb, c: dict, kind: str, fields: dict, diags: Diagnos
     none = np.full(n, NO_ID, dtype=np.int64)
     columns = {
         "row_id": db.row_ids(n), "process": process,
-        "kind": pa.array(np.full(n, kind, dtype=object), pa.string()).dictionary_encode(),
+        "kind": constant_strings(n, kind),
         "name": fields.pop("name"), "device": c["device"], "stream": c["stream"], "context": c["context"],
         "start_ns": c["start_ns"], "dur_ns": np.maximum(dur, 0),
         "correlation": c["correlation"], "external_id": none,

@@ -35,7 +35,7 @@ from taxbreak.trace.nesting import nesting
 from taxbreak.trace.schema import NO_ID
 
 from . import nsys_schema as ns
-from .nsys_db import NsysDb, split_global_id
+from .nsys_db import NsysDb, constant_strings, split_global_id
 
 # Dispatcher ops (RE2, pyarrow): any aten:: name; or namespace::op[.overload]
 # followed by emit_nvtx's ", seq = " / ", op_id = " suffix. The suffix keeps
@@ -144,7 +144,7 @@ def _op_table(c: dict, row_id: np.ndarray, mask: np.ndarray, names: pa.Array, di
     none = np.full(n, NO_ID, dtype=np.int64)
     return pa.table({
         "row_id": rows, "pid": c["pid"][mask], "tid": c["tid"][mask],
-        "kind": pa.array(np.full(n, "op", dtype=object), pa.string()).dictionary_encode(),
+        "kind": constant_strings(n, "op"),
         "name": op, "start_ns": start, "dur_ns": dur, "depth": depth,
         "parent": np.where(parent_idx >= 0, rows[np.maximum(parent_idx, 0)], NO_ID),
         "external_id": none, "python_id": none, "python_parent_id": none, "sequence_nr": seq_nr,
@@ -163,7 +163,7 @@ def _range_table(c: dict, row_id: np.ndarray, mask: np.ndarray, names: pa.Array,
     domain_names = np.array([domains.get(str(d)) for d in domain_ids.tolist()], dtype=object)
     return pa.table({
         "row_id": row_id[mask],
-        "source": pa.array(np.full(n, "nvtx", dtype=object), pa.string()).dictionary_encode(),
+        "source": constant_strings(n, "nvtx"),
         "name": names.filter(pa.array(mask)), "pid": c["pid"][mask], "tid": c["tid"][mask],
         "start_ns": start, "dur_ns": dur, "depth": depth, "external_id": np.full(n, NO_ID, dtype=np.int64),
         "domain": pa.array(domain_names, pa.string()).take(pa.array(inverse.ravel(), pa.int64())),

@@ -23,7 +23,7 @@ CSS = """
 body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1160px}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;font-size:13px;margin:6px 0}td,th{padding:3px 8px;border-bottom:1px solid #eee;text-align:right}
-td:first-child,th:first-child{text-align:left}.name{max-width:560px;overflow-wrap:anywhere;text-align:left}
+td:first-child,th:first-child{text-align:left}td.name,th.name{max-width:560px;overflow-wrap:anywhere;text-align:left}
 .cards{display:flex;gap:12px;flex-wrap:wrap}.card{border:1px solid #ddd;border-radius:6px;padding:8px 12px;min-width:130px}
 .card b{display:block;font-size:20px}.missing{color:#777;font-style:italic}.note{color:#555;font-size:13px}
 .legend{font-size:12px;margin:4px 0}.legend-item{margin-right:14px;white-space:nowrap}
@@ -131,6 +131,16 @@ def _phase_table(order: list[str], phases: dict, summary: dict) -> Markup:
     return tag("table", head, *rows)
 
 
+NAME_CHARS = 140
+
+
+def _name_cell(name) -> Markup:
+    """A trace name, cut to NAME_CHARS characters; the full name is the tooltip."""
+    text = str(name)
+    short = text if len(text) <= NAME_CHARS else text[: NAME_CHARS - 1] + "…"
+    return tag("td", short, class_="name", title=text if short != text else None)
+
+
 def _cell(value, key: str = "") -> Markup:
     missing = number(value) is None and not isinstance(value, str)
     return tag("td", fmt_value(value, key), class_="missing" if missing else None)
@@ -190,7 +200,7 @@ def ops_section(analysis, top: int = 15) -> Markup:
     top_ops = ops.sort_values("orchestration_us", ascending=False, kind="stable").head(top)
     cols = [c for c in ("calls", "kernels", "orchestration_us") if c in top_ops.columns]
     head = tag("tr", tag("th", "op"), *[tag("th", c) for c in cols])
-    rows = [tag("tr", tag("td", r["op_name"], class_="name"), *[_cell(r[c], c) for c in cols])
+    rows = [tag("tr", _name_cell(r["op_name"]), *[_cell(r[c], c) for c in cols])
             for _, r in top_ops.iterrows()]
     return tag("table", head, *rows)
 
@@ -213,7 +223,7 @@ def kernels_section(analysis, key: str, title: str, top: int = 15) -> Markup:
         return tag("p", "no kernels in trace (no CUDA device activity)", class_="missing")
     g = _kernel_frame(k, key).head(top)
     head = tag("tr", *[tag("th", c) for c in (title, "kernels", "orchestration µs", "device µs")])
-    rows = [tag("tr", tag("td", name, class_="name"), _cell(r.kernels, "kernels"), _cell(r.orchestration_us),
+    rows = [tag("tr", _name_cell(name), _cell(r.kernels, "kernels"), _cell(r.orchestration_us),
                 _cell(r.device_us)) for name, r in zip(g.index, g.itertuples())]
     return tag("table", head, *rows)
 
@@ -227,7 +237,7 @@ def diagnostics_section(summary: dict) -> Markup:
         return join([counts, tag("p", "no diagnostics", class_="note")])
     head = tag("tr", *[tag("th", c) for c in ("code", "severity", "count", "example")])
     rows = [tag("tr", tag("td", code), tag("td", d.get("severity", "")), _cell(d.get("count"), "kernels"),
-                tag("td", d.get("example", ""), class_="name")) for code, d in sorted(diags.items())]
+                _name_cell(d.get("example", ""))) for code, d in sorted(diags.items())]
     return join([counts, tag("table", head, *rows)])
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..trace.errors import TaxbreakError, TraceFormatError, TraceNotFoundError
+from ..trace.errors import TraceFormatError, TraceNotFoundError, UnsupportedFormatError
 
 MANIFEST = "manifest.json"
 TRACE_NAMES = ("trace.json.gz", "trace.json", "trace.sqlite", "trace.nsys-rep")
@@ -34,8 +34,9 @@ def find_trace(path: str | Path) -> tuple[Path, dict | None]:
 
     Raises:
         TraceNotFoundError: ``input.not_found`` when the path does not exist.
-        TaxbreakError: ``run.no_traces`` / ``run.not_a_run`` for a directory
-            without exactly one recognisable trace.
+        TraceNotFoundError: ``run.no_traces`` for a directory without a trace.
+        UnsupportedFormatError: ``run.not_a_run`` for a directory with several
+            traces and none of the run-directory names.
     """
     p = Path(path)
     if not p.exists():
@@ -52,9 +53,9 @@ def find_trace(path: str | Path) -> tuple[Path, dict | None]:
     if len(found) == 1:
         return found[0], manifest
     if not found:
-        raise TaxbreakError("run.no_traces", "directory holds no trace file", path=str(p),
+        raise TraceNotFoundError("run.no_traces", "directory holds no trace file", path=str(p),
                             hint="expected trace.json.gz or trace.sqlite (written by `taxbreak profile`)")
-    raise TaxbreakError("run.not_a_run", f"directory holds {len(found)} traces and no trace.json.gz",
+    raise UnsupportedFormatError("run.not_a_run", f"directory holds {len(found)} traces and no trace.json.gz",
                         path=str(p), hint="name one trace file explicitly")
 
 

@@ -73,7 +73,8 @@ def advise(calib: Calibration, workload: Workload, concurrencies: list[int], *, 
         ``not_computed`` where a value needs data that is missing.
     """
     out = {"calibration": calib.as_dict(), "workload": {"prompt_tokens": workload.prompt_tokens,
-                                                        "output_tokens": workload.output_tokens}}
+                                                        "output_tokens": workload.output_tokens},
+           "warnings": fit_warnings(calib)}
     if calib.alpha_p_s <= 0 or calib.alpha_d_s <= 0:
         out["not_computed"] = "α_p and α_d must be > 0 for θ* (a fitted intercept came out <= 0)"
         return out
@@ -94,6 +95,12 @@ def advise(calib: Calibration, workload: Workload, concurrencies: list[int], *, 
         out["not_computed"] = "Δ(N) needs the mixed-batch fit β_MB(r) (sweep --mixed-shares or a calibration with beta_mb)"
     out["memory_safe_batch"] = _memory(kv_capacity_tokens, workload, theta, oom_prob)
     return out
+
+
+def fit_warnings(calib: Calibration, min_r2: float = 0.9) -> list[str]:
+    """A warning per fit whose R² is below ``min_r2``: the linear model does not describe the data."""
+    return [f"{name} fit R² = {r2:.3f} < {min_r2}: the cost model describes these measurements poorly; "
+            "treat the advice as indicative" for name, r2 in calib.r2.items() if r2 is not None and r2 < min_r2]
 
 
 def _at(calib: Calibration, workload: Workload, n: int, theta: float, alpha_mb_s: float | None) -> dict:

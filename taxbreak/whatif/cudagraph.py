@@ -36,6 +36,8 @@ def measure_decode_graph(model: str, batch: int, seq_len: int, *, tiny: bool | N
     """
     if not torch.cuda.is_available():
         return {"measured": False, "reason": NO_CUDA}
+    if not model or model.startswith("hf:"):
+        return {"measured": False, "reason": f"not measured: only built-in presets are rebuilt, got {model!r}"}
     from ..capture.models import build_model
 
     module = build_model(model, tiny=bool(tiny), dtype=dtype, device="cuda", seed=seed)

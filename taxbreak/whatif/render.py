@@ -109,7 +109,9 @@ def _batching_text(batching: dict, fits: dict | None) -> list[str]:
               f"θ*={batching['theta_star']:.5f} (θ/(1-θ)+ln(1-θ) = p·α_p/α_d = {batching['theta_rhs']:.4g})",
               f"  β_EB^w={batching['beta_eb_w_s_per_token']:.4g} s/token, β_MB^e(r)={_sci(batching['beta_mb_e_s_per_token'])} s/token, "
               f"α_MB={batching['alpha_mb_s']:.4g} s ({batching['alpha_mb_source']})",
-              f"  crossover N (Δ=0): {_sci(batching['crossover_concurrency'])}"]
+              "  crossover N (Δ=0): " + (_sci(batching["crossover_concurrency"]) if batching["crossover_concurrency"]
+                                          is not None else "none (Δ(N) keeps one sign for every N > 0, or no β_MB)")]
+    lines += [f"  warning: {w}" for w in batching.get("warnings", [])]
     for row in batching["per_concurrency"]:
         lines.append(f"  N={row['concurrency']:>6}: k̂={row['k_hat']:.1f}, Δ(N)={_sci(row['delta_s_per_token'])} s/token -> "
                      f"{row['winner'] or NA} gives more throughput")

@@ -142,6 +142,8 @@ def run_sweep(config: SweepConfig, sweep_dir: str | Path, progress: Progress | N
         the sweep goes on; the caller decides what a failure means.
     """
     config.validate()
+    if profile_point is None:
+        preflight(config)
     root = Path(sweep_dir)
     root.mkdir(parents=True, exist_ok=True)
     points = grid_points(config)
@@ -180,15 +182,30 @@ def _missing_summary_reason(run_dir: Path) -> str:
         return "no summary.json and no readable manifest.json"
 
 
-def profile_one(config: SweepConfig, point: Point, run_dir: Path) -> None:
-    """Profile one point through the capture layer (prefill + decode, or mixed steps)."""
-    from ..capture.runner import ProfileConfig, profile
+def preflight(config: SweepConfig) -> None:
+    """Fail once, before any point, on what would fail every point (unknown model, no CUDA)."""
+    from ..capture.models import resolve_spec
 
-    base = ProfileConfig(
+    _profile_config(config, grid_points(config)[0]).resolved()
+    if not config.model.startswith("hf:"):
+        resolve_spec(config.model, tiny=bool(config.tiny))
+
+
+def _profile_config(config: SweepConfig, point: Point):
+    from ..capture.runner import ProfileConfig
+
+    return ProfileConfig(
         model=config.model, batch_size=point.batch, seq_len=point.seq_len, new_tokens=config.new_tokens,
         warmup=config.warmup, runs=config.runs, dtype=config.dtype, device=config.device, tiny=config.tiny,
         seed=config.seed, command_line=["taxbreak", "sweep", point.name],
     )
+
+
+def profile_one(config: SweepConfig, point: Point, run_dir: Path) -> None:
+    """Profile one point through the capture layer (prefill + decode, or mixed steps)."""
+    from ..capture.runner import profile
+
+    base = _profile_config(config, point)
     if point.kind == "grid":
         profile(base, out_dir=run_dir)
         return

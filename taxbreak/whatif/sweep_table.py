@@ -13,6 +13,7 @@ the larger of the step marker's wall time and the device span of its kernels.
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -46,7 +47,8 @@ def point_rows(point: dict, summary: dict) -> list[dict]:
         means = step_means(summary, phase)
         tokens = tokens_per_step(phase, point["batch"], point["seq_len"])
         row = {"name": point["name"], "kind": point["kind"], "batch": point["batch"], "seq_len": point["seq_len"],
-               "decode_share": point.get("decode_share"), "phase": phase, "steps": means["steps"],
+               "decode_share": point.get("decode_share"),
+               "decode_share_requested": point.get("decode_share_requested", point.get("decode_share")), "phase": phase, "steps": means["steps"],
                "tokens_per_step": tokens}
         row.update({key: means.get(key) for key in STEP_KEYS})
         no_device = means.get("device_active_us") is None
@@ -76,12 +78,23 @@ def build_table(sweep_dir: str | Path) -> tuple[pd.DataFrame, list[str]]:
         except TaxbreakError as err:
             notes.append(f"{point['name']}: {err.one_line()}")
             continue
-        rows.extend(point_rows(point, summary))
+        rows.extend(point_rows(_actual_share(point, root / point["run_dir"]), summary))
     table = pd.DataFrame(rows)
     if not table.empty:
         numeric = [c for c in table.columns if c not in ("name", "kind", "phase")]
         table[numeric] = table[numeric].apply(pd.to_numeric, errors="coerce")
     return table, notes
+
+
+def _actual_share(point: dict, run_dir: Path) -> dict:
+    """A mixed point with the decode share it ran at (k/T after rounding k), from its manifest."""
+    if point.get("kind") != "mixed":
+        return point
+    try:
+        share = json.loads((run_dir / "manifest.json").read_text())["mixed"]["decode_share"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return point
+    return {**point, "decode_share": share, "decode_share_requested": point.get("decode_share")}
 
 
 def grid_rows(table: pd.DataFrame) -> pd.DataFrame:

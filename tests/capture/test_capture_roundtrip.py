@@ -14,7 +14,7 @@ RUNS, NEW_TOKENS = 2, 3
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("rt") / "run"
-    args = ["profile", "-m", "qwen1.5-moe-a2.7b-tiny", "-s", "8", "-t", str(NEW_TOKENS), "--warmup", "1",
+    args = ["profile", "-m", "llama-3.2-1b-tiny", "-s", "8", "-t", str(NEW_TOKENS), "--warmup", "1",
             "--runs", str(RUNS), "-o", str(out), "-q"]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output

@@ -149,3 +149,64 @@ def test_nsys_command_lines(tmp_path):
     assert "--capture-range=cudaProfilerApi" not in prof  # CPU: no CUDA profiler API to gate on
     assert export[:4] == ["/opt/nsys", "export", "--type", "sqlite"]
     assert export[-1] == str(tmp_path / "trace.nsys-rep")
+
+
+FAKE_NSYS = """#!/bin/sh
+# Stands in for Nsight Systems: `profile` runs the workload, `export` writes an empty file.
+cmd="$1"; shift
+out=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -o) out="$2"; shift 2 ;;
+    --type|--force-overwrite) shift 2 ;;
+    --*) shift ;;
+    *) break ;;
+  esac
+done
+if [ "$cmd" = "profile" ]; then "$@" || exit $?; touch "$out.nsys-rep"; fi
+if [ "$cmd" = "export" ]; then touch "$out"; fi
+"""
+
+
+def test_nsys_backend_runs_the_workload_in_a_child_under_nsys(tmp_path, monkeypatch):
+    fake = tmp_path / "bin" / "nsys"
+    fake.parent.mkdir()
+    fake.write_text(FAKE_NSYS)
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:{__import__('os').environ['PATH']}")
+    config = ProfileConfig(model="gpt2-tiny", backend="nsys", seq_len=4, new_tokens=2, warmup=0, runs=2,
+                           overhead_reps=1)
+    result = profile(config, out_dir=tmp_path / "run")
+    manifest = result.manifest
+    assert manifest["trace"] == "trace.sqlite" and manifest["profiler"]["tool"] == "nsys"
+    assert len(manifest["timings_ms"]["recorded_runs"]) == 2  # written by the child process
+    assert (tmp_path / "run" / "trace.nsys-rep").is_file()
+    # the fake export is an empty file: the analysis fails, and says so
+    assert manifest["outputs"]["analysis"].startswith("failed: error[")
+
+
+def test_nsys_failure_is_a_capture_error(tmp_path, monkeypatch):
+    fake = tmp_path / "bin" / "nsys"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho 'nsys: no permission to collect' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(fake.parent))
+    with pytest.raises(CaptureError) as err:
+        profile(ProfileConfig(model="gpt2-tiny", backend="nsys", seq_len=4, new_tokens=1, warmup=0, runs=1,
+                              overhead_reps=0), out_dir=tmp_path / "run")
+    assert err.value.code == "capture.failed" and "no permission" in err.value.message
+
+
+def test_a_failing_analysis_keeps_the_capture(tmp_path, monkeypatch):
+    from taxbreak.capture import manifest as mf
+
+    def broken(run_dir):
+        raise ValueError("decomposer bug")
+
+    monkeypatch.setattr(mf, "_analyze", broken)
+    result = profile(ProfileConfig(model="gpt2-tiny", seq_len=4, new_tokens=2, warmup=0, runs=1, overhead_reps=1,
+                                   with_stack=False), out_dir=tmp_path / "run")
+    assert result.analysis is None
+    assert result.manifest["outputs"]["analysis"] == "failed: ValueError: decomposer bug"
+    assert json.loads((tmp_path / "run" / "manifest.json").read_text())["outputs"] == result.manifest["outputs"]
+    assert (tmp_path / "run" / "trace.json.gz").is_file()

@@ -122,6 +122,9 @@ def test_replay_end_to_end(tmp_path, simulated_gpu):
     assert s["isolated"]["ct_us"] == pytest.approx(12.0)
     assert s["in_trace"]["ct_us"] == pytest.approx(2 * (10.0 - 4.0))
     assert s["isolated"]["kt_framework_us"] == pytest.approx(2 * 1.5 + 2 * 0.5)
+    # no Python frames in this trace: T_Py unmeasured, so the full HDBI is None, not a guess
+    assert s["t_py_us"] is None and s["includes_t_py"] is False
+    assert s["isolated"]["hdbi"] is None and s["isolated"]["hdbi_dispatch"] is not None
 
 
 def test_cli_replay_renders_and_prints_json(tmp_path, simulated_gpu):

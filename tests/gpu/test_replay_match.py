@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from taxbreak.capture.replay import mark_failed, plan_replay, run_replay
-from taxbreak.capture.replay_compare import compare, dispatch_base_us
+from taxbreak.capture.replay_compare import add_python_layer, compare, dispatch_base_us
 from taxbreak.capture.replay_match import kernel_chains, match_replay, replay_samples, unique_kernels
 from taxbreak.cli.main import main
 
@@ -223,3 +223,21 @@ def test_an_exact_target_is_always_found_with_its_own_timings(others, dispatch, 
     m = match_replay(targets, replay_samples(trace)).iloc[0]
     assert m["match_tier"] == 1 and m["samples"] == runs and m["ambiguous_ranges"] == 0
     assert m["dispatch_replay_us"] == pytest.approx(dispatch / 1000) and m["launch_replay_us"] == pytest.approx(delay / 1000)
+
+
+def test_add_python_layer_exact():
+    summary = {"device_active_us": 60.0, "in_trace": {"orchestration_dispatch_us": 30.0},
+               "isolated": {"orchestration_dispatch_us": 20.0}}
+    add_python_layer(summary, 10.0, analysis_hdbi=0.6)
+    assert summary["in_trace"]["orchestration_us"] == 40.0 and summary["in_trace"]["hdbi"] == pytest.approx(0.6)
+    assert summary["isolated"]["hdbi"] == pytest.approx(60 / 90) and summary["includes_t_py"] is True
+    add_python_layer(summary, None)
+    assert summary["isolated"]["hdbi"] is None and summary["includes_t_py"] is False
+
+
+def test_malformed_recorded_inputs_are_listed_not_fatal():
+    trace = tables(host=[op("aten::mm", 0, 50_000, input_dims="[[4, 8]", input_types='["float"]')],
+                   api=[launch(1, 1_000)], device=[kernel(1, 6_000, "gemm")])
+    plan = plan_replay(trace)
+    assert plan.records == []
+    assert "not JSON lists" in plan.skipped().iloc[0]["reason"]

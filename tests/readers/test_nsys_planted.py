@@ -10,6 +10,8 @@ import sqlite3
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from taxbreak.readers import nsys_db
@@ -333,6 +335,13 @@ def test_chunked_fetch_gives_the_same_tables(tmp_path, monkeypatch):
     assert chunked.meta.event_counts == whole.meta.event_counts
 
 
+def test_path_with_uri_special_characters(tmp_path):
+    folder = tmp_path / "a b#c"
+    folder.mkdir()
+    tables = read_nsys(write_export(folder / "run?x%20.sqlite"))
+    assert tables.api_calls.num_rows == 11
+
+
 def test_any_table_may_be_absent(tmp_path):
     path = write_export(tmp_path / "sparse.sqlite")
     con = sqlite3.connect(path)
@@ -345,3 +354,28 @@ def test_any_table_may_be_absent(tmp_path):
     assert tables.api_calls.column("name").to_pylist() == [None]  # the cuBLAS nameId cannot be resolved
     assert tables.diagnostics.count("nsys.unresolved_string") == 1
     assert tables.diagnostics.count("nsys.missing_table") == 4  # KERNEL, NVTX_EVENTS, RUNTIME, CUDNN_EVENTS
+
+
+# --- the synthetic writer's exports ---------------------------------------------------
+
+
+def test_reads_exports_of_the_synthetic_writer(tmp_path):
+    """taxbreak.synth.write_nsys writes planted tables as an export; API calls, kernels and
+    ops come back unchanged (Python frames and annotations come back as NVTX ranges)."""
+    from taxbreak.synth.planted import build, random_spec
+    from taxbreak.synth.write_nsys import write_nsys
+
+    src = build(random_spec(np.random.default_rng(0))).tables
+    got = read_nsys(write_nsys(src, tmp_path / "synth.sqlite"))
+    api_cols = ("pid", "tid", "domain", "kind", "api_name", "start_ns", "dur_ns", "correlation")
+    assert sorted(_rows(got.api_calls, api_cols)) == sorted(_rows(src.api_calls, api_cols))
+    dev_cols = ("process", "kind", "name", "device", "stream", "start_ns", "dur_ns", "correlation",
+                "grid_x", "block_x", "registers", "shared_mem_bytes")
+    assert sorted(_rows(got.device_activities, dev_cols)) == sorted(_rows(src.device_activities, dev_cols))
+    # depth differs by design: in the source, ops nest in Python frames and annotations,
+    # which an export carries as NVTX ranges (ranges and ops nest separately)
+    op_cols = ("pid", "tid", "name", "start_ns", "dur_ns")
+    src_ops = src.host_events.filter(pc.equal(src.host_events.column("kind").cast(pa.string()), "op"))
+    assert sorted(_rows(got.host_events, op_cols)) == sorted(_rows(src_ops, op_cols))
+    assert got.ranges.num_rows == src.host_events.num_rows - src_ops.num_rows
+    assert sum(got.meta.event_counts.values()) == got.meta.input_events

@@ -148,3 +148,21 @@ def test_deep_queues_overflow_into_async_events():
     start = np.arange(n, dtype=np.int64)
     lane = assign_lanes(group, start, start + 100)
     assert (lane[:MAX_LANES] == np.arange(MAX_LANES)).all() and (lane[MAX_LANES:] == -1).all()
+
+
+def test_build_events_writes_deep_queues_as_async_pairs():
+    from taxbreak.report.annotate import build_events
+
+    from .fake import make_kernels
+
+    k = make_kernels(n=24)
+    k["kt_residual_ns"] = 1_000_000.0  # each kernel queued 1 ms, launches 20 µs apart: 24 deep
+    events, stats = build_events(k, shift_ns=0)
+    begins = [e for e in events if e["ph"] == "b"]
+    ends = {e["id"]: e for e in events if e["ph"] == "e"}
+    assert stats.overflow == 24 - MAX_LANES == len(begins) == len(ends)
+    assert stats.device_lanes == MAX_LANES
+    for b in begins:
+        assert b["pid"] == DEVICE_PID and b["name"] == QUEUE_NAME
+        assert ends[b["id"]]["ts"] - b["ts"] == pytest.approx(1000.0)
+    assert "8 slices beyond 16 lanes written as async events" in stats.summary_line()

@@ -58,3 +58,9 @@ def test_advice_with_published_h200_calibration():
 def test_advice_refuses_non_positive_intercepts():
     advice = advise(Calibration(-1e-3, 1e-5, 1e-2, 1e-5), Workload(512, 256), [32])
     assert "θ*" in advice["not_computed"] and "theta_star" not in advice
+
+
+def test_poor_fits_are_flagged():
+    calib = Calibration(1e-3, 1e-5, 1e-2, 1e-5, r2={"prefill": 0.99, "decode": 0.3, "beta_mb": None})
+    warnings = advise(calib, Workload(512, 256), [32])["warnings"]
+    assert len(warnings) == 1 and warnings[0].startswith("decode fit R² = 0.300")

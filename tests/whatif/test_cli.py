@@ -102,3 +102,9 @@ def test_whatif_text_on_hand_built_gpu_run(tmp_path):
     assert result.exit_code == 0, result.output
     assert "projected step 300.0 µs vs eager 1,000.0 µs (x3.33)" in result.output
     assert "step 1,000.0 µs -> 920.0 µs (-8.0 %)" in result.output
+
+
+def test_sweep_unknown_model_fails_once_before_any_point(tmp_path):
+    result = _run(["sweep", "--model", "no-such-model", "--batch-sizes", "1", "--seq-lens", "8", "-o", str(tmp_path / "s")])
+    assert result.exit_code == 1 and result.output.count("error[model.unknown]") == 1
+    assert not (tmp_path / "s").exists()
