@@ -66,19 +66,23 @@ class _Range(contextlib.ContextDecorator):
 
     def __init__(self, namer) -> None:
         self._namer = namer
-        self._stack: list[tuple[contextlib.ExitStack, str]] = []
+        self._local = threading.local()  # one decorator may be entered from several threads
+
+    def _stack(self) -> list[contextlib.ExitStack]:
+        if not hasattr(self._local, "stack"):
+            self._local.stack = []
+        return self._local.stack
 
     def __enter__(self) -> str:
         name = self._namer()
         stack = contextlib.ExitStack()
         stack.enter_context(nvtx.annotate(name))
         stack.enter_context(record_function(name))
-        self._stack.append((stack, name))
+        self._stack().append(stack)
         return name
 
     def __exit__(self, *exc) -> bool:
-        stack, _ = self._stack.pop()
-        stack.close()
+        self._stack().pop().close()
         return False
 
 

@@ -215,6 +215,8 @@ def run_mixed_steps(model, batch: MixedBatch, steps: int, device, run_marker: bo
                                   logits_to_keep=keep)
                 logits[0].argmax(-1)
             if str(device).startswith("cuda"):
+                # Engines copy the sampled tokens to the host every step; the sync
+                # sits outside the step marker so the step is the forward alone.
                 torch.cuda.synchronize(device)
     snapshot.fresh()
 
@@ -230,7 +232,7 @@ def profile_mixed(config, mixed: MixedConfig, out_dir=None, progress=None):
     Returns:
         ``RunResult`` as :func:`taxbreak.capture.runner.profile` returns it; the
         manifest has a ``mixed`` block (tokens, prefill chunk C, decode
-        requests k, decode context, decode share, equivalence check).
+        requests k, decode context, actual decode share k/T, layout).
 
     Raises:
         UsageError, CaptureError: as ``profile``.

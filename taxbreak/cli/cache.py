@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import click
 
-from ..readers.cache import cache_stats, clear_cache, max_cache_bytes
 from .errors import handle_errors
 
 
@@ -15,7 +14,9 @@ def cache() -> None:
 @cache.command("info")
 @handle_errors
 def info() -> None:
-    """Where the parse cache is, how many entries it holds and their size."""
+    """Where the caches are, how many entries they hold and their size."""
+    from ..readers.cache import cache_stats, max_cache_bytes  # pyarrow: only when the command runs
+
     stats = cache_stats()
     click.echo(f"{stats.root}\t{stats.entries} entries\t{stats.size_bytes / 1e6:.1f} MB"
                f"\tcap {max_cache_bytes() / 1024**3:.1f} GiB")
@@ -24,6 +25,8 @@ def info() -> None:
 @cache.command("clear")
 @handle_errors
 def clear() -> None:
-    """Remove every parse-cache entry (traces are parsed again on next use)."""
+    """Remove every cache entry (traces are parsed and analyzed again on next use)."""
+    from ..readers.cache import clear_cache
+
     removed = clear_cache()
     click.echo(f"removed {removed.entries} entries ({removed.size_bytes / 1e6:.1f} MB) from {removed.root}", err=True)

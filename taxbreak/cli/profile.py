@@ -127,6 +127,9 @@ def _fmt_floor(floor: dict) -> str:
 
 
 def _render_overhead(manifest: dict, console: Console) -> None:
+    if manifest.get("gpu_name") is None:
+        console.print("no CUDA device: host framework time is measured; device time, ΔCT, ΔKT and HDBI "
+                      "are unavailable (n/a), not zero")
     over = manifest["capture_overhead"]
     if over["overhead_pct"] is None:
         console.print(f"capture overhead: unavailable ({over.get('reason', 'not measured')})")

@@ -14,6 +14,7 @@ Pipeline (docs/trace-model.md, docs/performance.md):
 """
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,9 @@ from ..trace.tables import TraceMeta, TraceTables
 from .kineto_columns import ColumnSink
 from .kineto_events import InvalidUtf8, chunk_indices, complete_prefix, find_events_array, gc_paused, iter_chunks
 from .kineto_io import read_trace_bytes
+from .kineto_stream import EventStream, StreamFallback, iter_blocks
+
+log = logging.getLogger(__name__)
 
 _VERSION_KEYS = (
     "schemaVersion", "displayTimeUnit", "traceName", "trace_id",
@@ -97,6 +101,48 @@ def read_kineto(path: str | Path, allow_truncated: bool = False) -> TraceTables:
 
 
 def _read(path: Path, allow_truncated: bool, repair_utf8: bool) -> TraceTables:
+    if not repair_utf8:
+        try:
+            return _read_streaming(path)
+        except StreamFallback as why:
+            log.debug("%s: whole-buffer parse (%s)", path, why)
+    return _read_whole(path, allow_truncated, repair_utf8)
+
+
+def _read_streaming(path: Path) -> TraceTables:
+    """The common case, a valid file: decoded block by block (:mod:`kineto_stream`)."""
+    try:
+        stream = EventStream(iter_blocks(path), _TOP)
+        sink, input_events = _decode_chunks(stream.chunks())
+    except OSError as err:
+        raise StreamFallback(str(err)) from err
+    top = _merge_top(stream.header, stream.trailer)
+    return _assemble(top, sink, path, input_events, None)
+
+
+def _merge_top(header: "_Top", trailer: "_Top | None") -> "_Top":
+    """Top-level keys after ``traceEvents`` (e.g. ``traceName``) fill the header's gaps."""
+    if trailer is not None:
+        for name in header.__struct_fields__:
+            if getattr(header, name) is None and getattr(trailer, name) is not None:
+                setattr(header, name, getattr(trailer, name))
+    return header
+
+
+def _decode_chunks(chunks) -> tuple[ColumnSink, int]:
+    sink = ColumnSink()
+    input_events = 0
+    with gc_paused():
+        for first, chunk, bad in chunks:
+            sink.add_bad(bad)
+            sink.add_chunk(chunk, chunk_indices(first, len(chunk), bad))
+            input_events += len(chunk) + len(bad)
+            del chunk, bad  # free this chunk's Structs before the next one is decoded
+    return sink, input_events
+
+
+def _read_whole(path: Path, allow_truncated: bool, repair_utf8: bool) -> TraceTables:
+    """Files the streaming path cannot finish: exact typed errors, truncated tails, repaired UTF-8."""
     data, gzip_truncation = read_trace_bytes(path, allow_truncated)
     if _NON_SPACE.search(data) is None:  # not data.strip(): that would copy the whole trace
         raise TraceFormatError("input.empty", "the trace is empty", str(path), hint="the profiler wrote nothing")
@@ -123,14 +169,7 @@ def _decode(data, path: Path, allow_truncated: bool) -> tuple["_Top", ColumnSink
     if bytes(view[:3]) == _UTF8_BOM:
         view = view[3:]
     top, events, truncation = _decode_top(view, path, allow_truncated)
-    sink = ColumnSink()
-    input_events = 0
-    with gc_paused():
-        for first, chunk, bad in iter_chunks(events):
-            sink.add_bad(bad)
-            sink.add_chunk(chunk, chunk_indices(first, len(chunk), bad))
-            input_events += len(chunk) + len(bad)
-            del chunk, bad  # free this chunk's Structs before the next one is decoded
+    sink, input_events = _decode_chunks(iter_chunks(events))
     top.traceEvents = msgspec.Raw()
     return top, sink, input_events, truncation
 

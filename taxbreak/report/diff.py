@@ -1,8 +1,8 @@
 """Before/after comparison of two analyses (``taxbreak diff BASE NEW``).
 
 Per scope (``all`` and every phase of either run): each orchestration
-component, device-active time, HDBI and kernels per token, as base, new,
-change in µs and change in %. Then the ATen ops and kernel classes whose
+component, device-active time, HDBI, kernels per token and the host partition,
+as base, new, change in µs and change in %. Then the ATen ops and kernel classes whose
 orchestration time moved most, and the kernel names found in only one run.
 """
 from __future__ import annotations
@@ -15,6 +15,11 @@ from .metrics import COMPONENTS, number, pct_change
 DIFF_METRICS: tuple[str, ...] = tuple(k for k, _ in COMPONENTS) + (
     "framework_us", "orchestration_us", "device_active_us", "gpu_idle_us", "hdbi",
     "kernels", "launches", "kernels_per_token", "orchestration_us_per_token",
+)
+# The exact host partition (measured with or without a device): shown after the components.
+HOST_METRICS: tuple[str, ...] = (
+    "host_python_us", "host_dispatch_us", "host_library_us", "host_launch_api_us", "host_sync_us",
+    "host_other_api_us", "host_untraced_us", "host_wall_us", "exposed_orchestration_us",
 )
 # Per-kernel columns whose sum is the kernel's T_Orchestrate share
 # (ΔFT python + ΔFT dispatch + ΔCT + T_sys; docs/method.md).
@@ -35,7 +40,7 @@ def diff_summaries(base: dict, new: dict) -> dict[str, dict[str, dict]]:
     for scope in ["all"] + phases:
         b = base.get("all") if scope == "all" else (base.get("phases") or {}).get(scope)
         n = new.get("all") if scope == "all" else (new.get("phases") or {}).get(scope)
-        out[scope] = {m: metric_change((b or {}).get(m), (n or {}).get(m)) for m in DIFF_METRICS}
+        out[scope] = {m: metric_change((b or {}).get(m), (n or {}).get(m)) for m in DIFF_METRICS + HOST_METRICS}
         out[scope]["present"] = {"base": b is not None, "new": n is not None}
     return out
 

@@ -7,7 +7,7 @@ import math
 from rich.console import Console
 from rich.table import Table
 
-from .diff import DIFF_METRICS
+from .diff import DIFF_METRICS, HOST_METRICS
 from .metrics import COMPONENTS, fmt_value
 
 _LABELS = dict(COMPONENTS) | {
@@ -15,6 +15,11 @@ _LABELS = dict(COMPONENTS) | {
     "device_active_us": "T_DeviceActive", "gpu_idle_us": "GPU idle", "hdbi": "HDBI",
     "kernels": "kernels", "launches": "launches", "kernels_per_token": "kernels / token",
     "orchestration_us_per_token": "orchestration / token",
+    "host_python_us": "host: Python", "host_dispatch_us": "host: ATen dispatch",
+    "host_library_us": "host: CUDA library",
+    "host_launch_api_us": "host: launch API", "host_sync_us": "host: sync waits",
+    "host_other_api_us": "host: other runtime API", "host_untraced_us": "host: untraced", "host_wall_us": "host: wall",
+    "exposed_orchestration_us": "host: exposed (device idle)",
 }
 _UNITLESS = ("hdbi", "kernels", "launches", "kernels_per_token")
 
@@ -41,7 +46,9 @@ def scope_table(scope: str, changes: dict, labels: dict) -> Table:
     table = Table(title=f"{scope}{note}", title_justify="left")
     for col in ("metric", "base", "new", "Δ", "Δ %"):
         table.add_column(col, justify="left" if col == "metric" else "right")
-    for key in DIFF_METRICS:
+    for key in DIFF_METRICS + HOST_METRICS:
+        if key == HOST_METRICS[0]:
+            table.add_section()
         c = changes[key]
         unit = "" if key in _UNITLESS else " µs"
         table.add_row(_LABELS.get(key, key) + unit, fmt_value(c["base"], key), fmt_value(c["new"], key),

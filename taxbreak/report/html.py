@@ -21,10 +21,14 @@ from .timeline import render_timeline
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 CSS = """
 body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1160px}
-h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd}
-table{border-collapse:collapse;font-size:13px;margin:6px 0}td,th{padding:3px 8px;border-bottom:1px solid #eee;text-align:right}
-td:first-child,th:first-child{text-align:left}td.name,th.name{max-width:560px;overflow-wrap:anywhere;text-align:left}
-.cards{display:flex;gap:12px;flex-wrap:wrap}.card{border:1px solid #ddd;border-radius:6px;padding:8px 12px;min-width:130px}
+h1{font-size:22px;margin:0 0 4px;overflow-wrap:anywhere}dd{overflow-wrap:anywhere}
+h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;font-size:13px;margin:6px 0}
+td,th{padding:3px 8px;border-bottom:1px solid #eee;text-align:right}
+td:first-child,th:first-child{text-align:left}
+td.name,th.name{max-width:560px;overflow-wrap:anywhere;text-align:left}
+.cards{display:flex;gap:12px;flex-wrap:wrap}
+.card{border:1px solid #ddd;border-radius:6px;padding:8px 12px;min-width:130px}
 .card b{display:block;font-size:20px}.missing{color:#777;font-style:italic}.note{color:#555;font-size:13px}
 .legend{font-size:12px;margin:4px 0}.legend-item{margin-right:14px;white-space:nowrap}
 .swatch{display:inline-block;width:11px;height:11px;vertical-align:middle}
@@ -146,16 +150,27 @@ def _cell(value, key: str = "") -> Markup:
     return tag("td", fmt_value(value, key), class_="missing" if missing else None)
 
 
+PHASE_COLORS = {"prefill": "#4e79a7", "decode": "#e15759", "mixed": "#f28e2b", "unknown": "#76b7b2"}
+
+
+def _by_phase(steps: list[dict], key: str) -> list[tuple[str, list[float | None], str]]:
+    """One series per phase: the phase's steps keep their value, the others are None."""
+    phases = [p for p in PHASE_COLORS if any(s.get("phase") == p for s in steps)]
+    phases += sorted({str(s.get("phase")) for s in steps} - set(phases))
+    return [(f"{phase} {key}", [number(s.get(key)) if s.get("phase") == phase else None for s in steps],
+             PHASE_COLORS.get(phase, "#bab0ac")) for phase in phases]
+
+
 def steps_section(summary: dict) -> Markup:
+    """HDBI and T_Orchestrate per step, one coloured series per phase."""
     steps = [s for s in summary.get("steps") or [] if (number(s.get("step")) or 0) >= 0]
     if not steps:
         return tag("p", "no per-step data", class_="missing")
     xs = [s.get("step", i) for i, s in enumerate(steps)]
-    hdbi = [number(s.get("hdbi")) for s in steps]
-    orch = [number(s.get("orchestration_us")) for s in steps]
-    return join([tag("h3", "HDBI per step"), line_chart(xs, [("HDBI", hdbi, COLORS["hdbi"])], "HDBI", y_max=1.0),
-                 tag("h3", "T_Orchestrate per step (µs)"),
-                 line_chart(xs, [("T_Orchestrate µs", orch, COLORS["orchestration_us"])], "µs")])
+    hdbi, orch = _by_phase(steps, "hdbi"), _by_phase(steps, "orchestration_us")
+    keys = legend([(color, name.split()[0], "") for name, _, color in hdbi])
+    return join([keys, tag("h3", "HDBI per step"), line_chart(xs, hdbi, "HDBI", y_max=1.0),
+                 tag("h3", "T_Orchestrate per step (µs)"), line_chart(xs, orch, "µs")])
 
 
 def timeline_section(analysis) -> Markup:
@@ -187,7 +202,8 @@ def partition_table(part: pd.DataFrame | None, steps: pd.DataFrame | None) -> Ma
     if row is not None and "step" in part.columns:
         part = part[part["step"] == row.get("step")]
     cols = [c for c in PARTITION_COLUMNS if c in part.columns]
-    head = tag("tr", tag("th", "thread"), *[tag("th", c.removeprefix("host_").removesuffix("_ns") + " µs") for c in cols])
+    names = [c.removeprefix("host_").removesuffix("_ns") + " µs" for c in cols]
+    head = tag("tr", tag("th", "thread"), *[tag("th", n) for n in names])
     rows = [tag("tr", tag("td", f"{r.pid}:{r.tid}"), *[_cell(getattr(r, c) / 1e3) for c in cols])
             for r in part.head(50).itertuples()]
     return join([tag("h3", "host partition of this step"), tag("table", head, *rows)])
@@ -199,7 +215,7 @@ def ops_section(analysis, top: int = 15) -> Markup:
         return tag("p", "no ATen ops linked to kernels", class_="missing")
     top_ops = ops.sort_values("orchestration_us", ascending=False, kind="stable").head(top)
     cols = [c for c in ("calls", "kernels", "orchestration_us") if c in top_ops.columns]
-    head = tag("tr", tag("th", "op"), *[tag("th", c) for c in cols])
+    head = tag("tr", tag("th", "op"), *[tag("th", c.replace("_us", " µs")) for c in cols])
     rows = [tag("tr", _name_cell(r["op_name"]), *[_cell(r[c], c) for c in cols])
             for _, r in top_ops.iterrows()]
     return tag("table", head, *rows)
@@ -259,6 +275,7 @@ def render_html(analysis, manifest: dict | None = None, title: str | None = None
                  kernels_section(analysis, "kernel_class", "kernel class"),
                  tag("h2", "Top kernels by orchestration time"), kernels_section(analysis, "name", "kernel"),
                  tag("h2", "Diagnostics"), diagnostics_section(summary)])
+    page_title = f"taxbreak report — {title}" if title else "taxbreak report"
     head = join([void("meta", charset="utf-8"), void("meta", http_equiv="Content-Security-Policy", content=CSP),
-                 tag("title", f"taxbreak report — {title}" if title else "taxbreak report"), tag("style", Markup(CSS))])
+                 tag("title", page_title), tag("style", Markup(CSS))])
     return "<!DOCTYPE html>\n" + tag("html", tag("head", head), tag("body", body), lang="en") + "\n"

@@ -123,7 +123,8 @@ def line_chart(xs: list, series: list[tuple[str, list[float | None], str]], y_la
              _text(width - right, height - 6, y_label, "end")]
     for label, vs, color in series:
         parts.extend(_polylines(vs, px, py, color))
-        parts.extend(tag("circle", tag("title", f"{label} step {xs[i]}: {fmt_value(v, 'hdbi' if 'HDBI' in label else '')}"),
+        key = "hdbi" if "hdbi" in label.lower() else ""
+        parts.extend(tag("circle", tag("title", f"{label} step {xs[i]}: {fmt_value(v, key)}"),
                          cx=f"{px(i):.1f}", cy=f"{py(v):.1f}", r=2.5, fill=color)
                      for i, v in enumerate(vs) if v is not None)
     return _svg(width, height, *parts, label=y_label)

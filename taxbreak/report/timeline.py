@@ -15,7 +15,6 @@ import pyarrow as pa
 
 from ..trace.tables import TraceTables
 from .markup import Markup, tag, void
-from .metrics import number
 from .svg import FONT
 
 MAX_EVENTS = 4000
@@ -90,7 +89,8 @@ def _cap(frames: list[pd.DataFrame], w: Window) -> Window:
     if len(starts) <= MAX_EVENTS:
         return w
     cut = int(starts[MAX_EVENTS])
-    note = f"showing the first {(cut - w.start_ns) / 1e3:,.1f} of {(w.end_ns - w.start_ns) / 1e3:,.1f} µs ({MAX_EVENTS:,} of {len(starts):,} events)"
+    shown_us, span_us = (cut - w.start_ns) / 1e3, (w.end_ns - w.start_ns) / 1e3
+    note = f"showing the first {shown_us:,.1f} of {span_us:,.1f} µs ({MAX_EVENTS:,} of {len(starts):,} events)"
     return Window(w.start_ns, max(cut, w.start_ns + 1), w.label, note)
 
 

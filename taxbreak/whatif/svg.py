@@ -36,6 +36,7 @@ class Chart:
     reference_y: float | None = None
     reference_label: str = ""
     y_max: float | None = None  # fixed top of the y axis (HDBI: 1)
+    markers: list[tuple[float, str]] = field(default_factory=list)  # vertical lines (x, series label)
 
 
 def _finite(value) -> bool:
@@ -93,7 +94,7 @@ def render_chart(chart: Chart) -> str:
         msg = "not measured: no values to plot"
         return head + f'<text x="{WIDTH / 2}" y="{HEIGHT / 2}" text-anchor="middle" fill="#666">{msg}</text></svg>'
     scale = _Scale(chart, xs, ys)
-    parts = [head, _axes(chart, scale, xs), _reference(chart, scale)]
+    parts = [head, _axes(chart, scale, xs), _reference(chart, scale), _markers(chart, scale)]
     parts += [_line(s, scale, PALETTE[i % len(PALETTE)], i) for i, s in enumerate(chart.series)]
     return "".join(parts) + "</svg>"
 
@@ -122,6 +123,20 @@ def _reference(chart: Chart, scale: _Scale) -> str:
     return (f'<line x1="{MARGIN["left"]}" y1="{py:.1f}" x2="{MARGIN["left"] + scale.w}" y2="{py:.1f}" '
             f'stroke="#888" stroke-dasharray="4 3"/><text x="{MARGIN["left"] + scale.w - 2}" y="{py - 4:.1f}" '
             f'text-anchor="end" fill="#666">{escape(chart.reference_label)}</text>')
+
+
+def _markers(chart: Chart, scale: _Scale) -> str:
+    """A dotted vertical line per marker, in the colour of the series it belongs to."""
+    colors = {s.label: PALETTE[i % len(PALETTE)] for i, s in enumerate(chart.series)}
+    out = []
+    for x, label in chart.markers:
+        if not _finite(x) or (scale.log_x and x <= 0):
+            continue
+        px = scale.px(x)
+        out.append(f'<line x1="{px:.1f}" y1="{MARGIN["top"]}" x2="{px:.1f}" y2="{HEIGHT - MARGIN["bottom"]}" '
+                   f'stroke="{colors.get(label, "#888")}" stroke-dasharray="2 3"><title>{escape(label)}: '
+                   f'transition at {x:.3g}</title></line>')
+    return "".join(out)
 
 
 def _line(series: Series, scale: _Scale, color: str, index: int) -> str:

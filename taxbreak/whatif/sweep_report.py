@@ -57,8 +57,11 @@ def mixed_chart(table: pd.DataFrame) -> Chart | None:
     return chart
 
 
-def build_charts(table: pd.DataFrame, threshold: float) -> dict[str, Chart]:
-    """Every chart of a sweep, keyed by file stem (``decode-hdbi-vs-batch``)."""
+def build_charts(table: pd.DataFrame, threshold: float, transition: dict | None = None) -> dict[str, Chart]:
+    """Every chart of a sweep, keyed by file stem (``decode-hdbi-vs-batch``).
+
+    HDBI charts carry a dotted vertical line at each curve's transition point.
+    """
     charts: dict[str, Chart] = {}
     grid = grid_rows(table)
     for phase in ("prefill", "decode"):
@@ -67,11 +70,20 @@ def build_charts(table: pd.DataFrame, threshold: float) -> dict[str, Chart]:
             continue
         for metric, label in PLOTTED:
             for along in AXES:
-                charts[f"{phase}-{metric}-vs-{along}"] = series_chart(rows, metric, label, along, phase, threshold)
+                chart = series_chart(rows, metric, label, along, phase, threshold)
+                if metric == "hdbi":
+                    chart.markers = transition_markers((transition or {}).get("phases", {}).get(phase, {}), along)
+                charts[f"{phase}-{metric}-vs-{along}"] = chart
     mixed = mixed_chart(table)
     if mixed is not None:
         charts["mixed-cost-vs-share"] = mixed
     return charts
+
+
+def transition_markers(info: dict, along: str) -> list[tuple[float, str]]:
+    """(x, series label) of each HDBI crossing along ``along`` (labels as :func:`series_chart` names lines)."""
+    key, other, prefix = ("by_batch", "seq_len", "S") if along == "batch" else ("by_seq_len", "batch", "B")
+    return [(c["hdbi"]["x"], f"{prefix}={c[other]}") for c in info.get(key, []) if c["hdbi"]["x"] is not None]
 
 
 def write_sweep_outputs(sweep_dir: str | Path, threshold: float = 0.5) -> dict:
@@ -85,7 +97,7 @@ def write_sweep_outputs(sweep_dir: str | Path, threshold: float = 0.5) -> dict:
     grid = grid_rows(table)
     transition = transition_points(grid, threshold) if not grid.empty else {"phases": {}, "threshold": threshold}
     table.to_csv(root / "table.csv", index=False)
-    charts = build_charts(table, threshold)
+    charts = build_charts(table, threshold, transition)
     plot_dir = root / "plots"
     plot_dir.mkdir(exist_ok=True)
     svgs = {stem: render_chart(chart) for stem, chart in charts.items()}
@@ -107,8 +119,10 @@ _TABLE_COLUMNS = ("name", "phase", "batch", "seq_len", "decode_share", "steps", 
                   "device_active_us_per_token", "kernels_per_token", "host_wall_us_per_token")
 
 
-def _cell(value) -> str:
+def _cell(value, column: str = "") -> str:
     if value is None or (isinstance(value, float) and np.isnan(value)):
+        if column == "decode_share":  # a grid point has no decode share: not applicable
+            return "<td>–</td>"
         return '<td class="na">not measured</td>'
     if isinstance(value, float):
         return f"<td>{value:,.3g}</td>" if abs(value) < 100 else f"<td>{value:,.0f}</td>"
@@ -138,7 +152,7 @@ def _table_html(table: pd.DataFrame) -> str:
         return "<p>no complete point</p>"
     cols = [c for c in _TABLE_COLUMNS if c in table.columns]
     head = "<tr>" + "".join(f"<th>{escape(c)}</th>" for c in cols) + "</tr>"
-    body = "".join("<tr>" + "".join(_cell(r.get(c)) for c in cols) + "</tr>" for r in as_records(table))
+    body = "".join("<tr>" + "".join(_cell(r.get(c), c) for c in cols) + "</tr>" for r in as_records(table))
     return f"<table>{head}{body}</table>"
 
 
@@ -157,7 +171,11 @@ def describe_phase(info: dict) -> str:
     parts = [f"smallest device-bound shape B={smallest['batch']} S={smallest['seq_len']} "
              f"(HDBI {smallest['hdbi']:.2f})" if smallest else "no grid point reaches the threshold"]
     for curve in info.get("by_batch", []):
-        hit = curve["hdbi"]
-        where = f"B≈{hit['x']:.2f}" if hit["x"] is not None else hit["status"].replace("_", " ")
-        parts.append(f"S={curve['seq_len']}: {where} ({hit['status'].replace('_', ' ')})")
+        parts.append(f"S={curve['seq_len']}: HDBI {_crossing_text(curve['hdbi'])}, device > exposed "
+                     f"{_crossing_text(curve['device_exceeds_exposed'])}")
     return "; ".join(parts)
+
+
+def _crossing_text(hit: dict) -> str:
+    status = hit["status"].replace("_", " ")
+    return status if hit["x"] is None else f"at B≈{hit['x']:.2f} ({status})"

@@ -14,7 +14,7 @@ from taxbreak.capture.models import build_model
 from .trace_util import annotations, load_events
 
 
-@pytest.mark.filterwarnings("ignore:Profiler clears events")
+@pytest.mark.filterwarnings("ignore:Warning. Profiler clears events")
 def test_one_run_directory_per_profiler_cycle(tmp_path):
     model = build_model("gpt2-tiny")
     ids = torch.randint(0, 2048, (1, 8), generator=torch.Generator().manual_seed(0))

@@ -57,3 +57,15 @@ def test_markers_work_without_a_profiler():
     with taxbreak.phase("prefill") as name:
         y = torch.ones(3).sum()
     assert name == "taxbreak/prefill/0" and float(y) == 3.0
+
+
+def test_recursive_use_of_one_marker_nests_ranges():
+    marker = taxbreak.step("mixed")
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        with marker as outer:
+            with marker as inner:
+                torch.ones(1).add_(1)
+    assert (outer, inner) == ("taxbreak/mixed/0", "taxbreak/mixed/1")
+    events = {e.name: e for e in prof.events() if e.name.startswith("taxbreak/")}
+    assert events[outer].time_range.start <= events[inner].time_range.start
+    assert events[inner].time_range.end <= events[outer].time_range.end

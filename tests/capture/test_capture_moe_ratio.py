@@ -38,7 +38,7 @@ def per_token() -> dict:
 def test_moe_issues_several_times_more_ops_per_token(per_token, record_property, moe, batch):
     ratio = per_token[(moe, batch)] / per_token[("llama-3.2-1b-tiny", batch)]
     record_property(f"aten_ops_per_token_ratio[{moe},B={batch}]", round(ratio, 2))
-    assert ratio > 2.5
+    assert ratio > 2.0
 
 
 def test_moe_ratio_grows_with_batch(per_token):

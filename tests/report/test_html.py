@@ -13,7 +13,7 @@ from taxbreak.decompose import analyze
 from taxbreak.report.html import render_html
 from taxbreak.report.markup import Markup, esc, tag, void
 
-from .fake import XSS_KERNEL, XSS_OP, make_analysis, phase_metrics
+from .fake import XSS_KERNEL, make_analysis, phase_metrics
 from .traces import FLOOR_US, write_planted
 
 MANIFEST = {"model": "llama-3.2-1b", "batch_size": 4, "seq_len": 128, "new_tokens": 10,

@@ -100,7 +100,8 @@ def test_outputs_table_transition_and_plots(tmp_path):
     assert curve[16]["hdbi"]["status"] == "interpolated"
     assert curve[16]["hdbi"]["x"] == pytest.approx(2 + (0.5 - 4 / 9) * 2 / (8 / 13 - 4 / 9), rel=1e-5)
     assert read_index(tmp_path)["transition"]["threshold"] == 0.5
-    assert (tmp_path / "plots" / "prefill-hdbi-vs-batch.svg").read_text().startswith("<svg")
+    hdbi_svg = (tmp_path / "plots" / "prefill-hdbi-vs-batch.svg").read_text()
+    assert hdbi_svg.startswith("<svg") and "S=16: transition at 2.65" in hdbi_svg
     assert "Transition point" in (tmp_path / "sweep.html").read_text()
 
 
