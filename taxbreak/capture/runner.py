@@ -140,7 +140,7 @@ def generate(model, input_ids: torch.Tensor, new_tokens: int, *, run_marker: boo
     Every step is marked ``taxbreak/<phase>/<i>``; the run ``taxbreak/run/<r>``.
     Returns the generated ids ``[B, new_tokens]``.
     """
-    outer = markers.run() if run_marker else _null()
+    outer = markers.run() if run_marker else contextlib.nullcontext()
     tokens = []
     with torch.inference_mode(), outer:
         ids, cache = input_ids, None
@@ -151,14 +151,6 @@ def generate(model, input_ids: torch.Tensor, new_tokens: int, *, run_marker: boo
             tokens.append(ids)
         _sync(input_ids.device)
     return torch.cat(tokens, dim=1)
-
-
-class _null:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False
 
 
 def _sync(device: torch.device) -> None:
@@ -236,7 +228,7 @@ def _profile(cfg: ProfileConfig, out_dir, report) -> RunResult:
     if cfg.backend == "nsys":
         require_nsys()
     report(ProgressEvent("build", 0, 1))
-    model = _Model(cfg)
+    model = _guard(lambda: _Model(cfg))
     _check_positions(cfg, model)
     report(ProgressEvent("build", 1, 1))
     run_dir = Path(out_dir) if out_dir else mf.default_run_dir(model.name)

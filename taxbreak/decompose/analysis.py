@@ -89,12 +89,13 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
     marker = is_marker(views.host.name, views.host.kind, pattern)
     steps = find_steps(*marker_candidates(views, *_nvtx(tables)), pattern, _span(views), diags)
     links = link(views, marker, diags)
-    floor = resolve_floor(tables, floor_us)
+    floor = resolve_floor(tables, floor_us, _manifest_gpu(source.manifest))
     kernels = build_kernels(views, links, floor, diags)
     _assign_steps(kernels, steps)
     busy = device_busy(views.device.start_ns, views.device.end_ns)
     partition = host_partition(views, marker, steps, busy)
-    passes = max(steps.runs, 1) if source.runs is None else source.runs
+    # runs recorded in the trace itself first, then the manifest's count
+    passes = steps.runs or source.runs or 1
     trace_tokens = tokens if tokens is not None else (source.new_tokens * passes if source.new_tokens else None)
     ctx = Context(floor, kernels.attrs.get("t_dispatch_base_ns"), trace_tokens, views.device.row.size > 0,
                   links.has_torch_level, links.has_library_ranges)
@@ -105,6 +106,11 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
     summary = {"all": all_dict, "phases": phase_dicts, "steps": step_dicts, "meta": meta,
                "diagnostics": diags.as_dict()}
     return Analysis(kernels, steps_df, phases_df, build_ops(views, kernels), partition, summary, tables)
+
+
+def _manifest_gpu(manifest: dict | None) -> str | None:
+    name = (manifest or {}).get("gpu_name")
+    return name if isinstance(name, str) and name else None
 
 
 def _nvtx(tables: TraceTables):

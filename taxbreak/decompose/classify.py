@@ -32,7 +32,8 @@ def _per_distinct(names: pa.Array | pa.ChunkedArray, fn) -> np.ndarray:
     """Apply ``fn`` (Arrow array of distinct names -> numpy) once per distinct name, spread to rows."""
     encoded = pc.dictionary_encode(names)
     if isinstance(encoded, pa.ChunkedArray):
-        encoded = encoded.combine_chunks() if encoded.num_chunks else pa.array([], pa.dictionary(pa.int32(), pa.string()))
+        empty = pa.array([], pa.dictionary(pa.int32(), pa.string()))
+        encoded = encoded.combine_chunks() if encoded.num_chunks else empty
     if len(encoded) == 0:
         return fn(pa.array([], pa.string()))[:0]
     values = fn(encoded.dictionary)

@@ -181,7 +181,8 @@ def _add_components(df: pd.DataFrame, base: int | None, floor: Floor) -> None:
         na = pd.Series(pd.array([pd.NA] * len(df), dtype="Int64"), index=df.index)
         df["kt_floor_ns"], df["kt_residual_ns"] = na, na.copy()
     else:
-        df["kt_floor_ns"] = _zero_rest(pd.Series(floor.floor_ns, index=df.index, dtype="Int64").where(carrier), graph_rest)
+        floor_ns = pd.Series(floor.floor_ns, index=df.index, dtype="Int64").where(carrier)
+        df["kt_floor_ns"] = _zero_rest(floor_ns, graph_rest)
         resid = (df["t_launch_ns"] - floor.floor_ns).clip(lower=0).where(carrier)
         df["kt_residual_ns"] = _zero_rest(resid, graph_rest)
 

@@ -40,9 +40,15 @@ class Floor:
         return None if self.floor_ns is None else self.floor_ns / 1000.0
 
 
-def resolve_floor(tables: TraceTables, floor_us: float | None = None) -> Floor:
-    """Pick T_sys for ``tables`` (see module docstring for the order)."""
-    gpu = _gpu_name(tables)
+def resolve_floor(tables: TraceTables, floor_us: float | None = None, gpu_name: str | None = None) -> Floor:
+    """Pick T_sys for ``tables`` (see module docstring for the order).
+
+    Args:
+        tables: the trace; its device names and driver version select the cached/published value.
+        floor_us: an explicit floor in µs (source ``cli``).
+        gpu_name: GPU name to use when the trace names none (e.g. from the run manifest).
+    """
+    gpu = _gpu_name(tables) or (gpu_name or "")
     if tables.device_activities.num_rows == 0:
         return Floor(None, "unavailable", gpu)
     if floor_us is not None:

@@ -38,7 +38,7 @@ def resolve_input(path_or_tables) -> Source:
     if not path.is_dir():
         return Source(load_trace(path), str(path), None, None, None)
     manifest = _read_manifest(path)
-    trace = _trace_in(path)
+    trace = _trace_in(path, manifest)
     return Source(load_trace(trace), str(trace), manifest, _positive_int(manifest, "new_tokens"),
                   _positive_int(manifest, "runs"))
 
@@ -57,7 +57,10 @@ def _read_manifest(run_dir: Path) -> dict:
     return data
 
 
-def _trace_in(run_dir: Path) -> Path:
+def _trace_in(run_dir: Path, manifest: dict) -> Path:
+    named = manifest.get("trace")
+    if isinstance(named, str) and (run_dir / named).is_file():
+        return run_dir / named
     for name in TRACE_NAMES:
         if (run_dir / name).is_file():
             return run_dir / name

@@ -43,7 +43,9 @@ def _categories(views: Views, marker: np.ndarray) -> tuple[np.ndarray, np.ndarra
     host, api = views.host, views.api
     keep = ~marker
     host_cat = np.where(host.is_aten, LABELS.index("dispatch"), LABELS.index("python"))[keep]
-    blocking_copy = (api.kind == "memcpy") & ~pd.Series(api.name, dtype=object).str.contains("Async", na=False).to_numpy()
+    # a memcpy call without "Async" blocks the host (classified once per distinct name)
+    async_name = np.array(["Async" in n for n in api.name_cats], dtype=bool)
+    blocking_copy = (api.kind == "memcpy") & ~(async_name[api.name_codes] if len(api.name_codes) else False)
     api_cat = np.select(
         [np.isin(api.kind, LAUNCH_API_KINDS), (api.kind == "sync") | blocking_copy, api.kind == "library"],
         [LABELS.index("launch_api"), LABELS.index("sync"), LABELS.index("library")],

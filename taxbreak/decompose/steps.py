@@ -63,7 +63,8 @@ def compile_pattern(step_pattern: str | None) -> re.Pattern | None:
         return re.compile(step_pattern)
     except re.error as err:
         raise UsageError("usage.step_pattern", f"--step-pattern does not compile: {err}",
-                         location=f"position {err.pos}", hint="give a Python regex, e.g. 'iter_(?P<phase>\\w+)'") from err
+                         location=f"position {err.pos}",
+                         hint="give a Python regex, e.g. 'iter_(?P<phase>\\w+)'") from err
 
 
 def marker_candidates(views: Views, nvtx_names: np.ndarray, nvtx_start: np.ndarray,

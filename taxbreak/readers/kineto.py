@@ -245,8 +245,8 @@ def _assemble(top: _Top, sink: ColumnSink, path: Path, input_events: int, trunca
     diags = sink.diagnostics
     meta = _meta(top, sink, path, diags)
     relative = meta.time_base == "kineto_relative"
-    raw_tables = sink.tables(0 if relative else (meta.origin_ns or 0))
-    tables = {name: _finish_table(name, raw_tables.get(name)) for name in TABLE_NAMES}
+    shift_ns = 0 if relative else (meta.origin_ns or 0)
+    tables = {name: _finish_table(name, sink.take_table(name, shift_ns)) for name in TABLE_NAMES}
     if truncation:
         diags.add("trace.truncated", 1, truncation)
     diags.add("event.metadata", sink.counts["metadata"], "process_name / thread_name / labels")

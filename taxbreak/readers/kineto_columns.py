@@ -106,16 +106,16 @@ class ColumnSink:
         self.diagnostics.add(_DROP_CODES[route_code], count, example)
         self.counts["dropped"] += count
 
-    def tables(self, origin_ns: int) -> dict[str, pa.Table]:
-        """Concatenate the chunks of each table, times made relative to ``origin_ns``."""
-        out = {}
-        for table, parts in self.parts.items():
-            cols = {name: _concat(chunks) for name, chunks in parts.items()}
-            for name in ("start_ns", "ts_ns"):
-                if name in cols:
-                    cols[name] = cols[name].astype(np.int64) - np.int64(origin_ns)
-            out[table] = pa.table(cols) if cols else None
-        return out
+    def take_table(self, table: str, origin_ns: int) -> pa.Table | None:
+        """Concatenate the chunks of one table (times made relative to ``origin_ns``)
+        and release them, so that only one table is being widened at a time."""
+        parts = self.parts.pop(table, {})
+        cols = {}
+        for name in list(parts):
+            cols[name] = _concat(parts.pop(name))
+            if name in ("start_ns", "ts_ns"):
+                cols[name] = cols[name].astype(np.int64) - np.int64(origin_ns)
+        return pa.table(cols) if cols else None
 
 
 def _narrow(col):
@@ -304,6 +304,8 @@ def _flows(sel, route, ts_ns, dur_ns) -> dict:
 def _concat(chunks: list):
     if isinstance(chunks[0], np.ndarray):
         return np.concatenate(chunks) if len(chunks) > 1 else chunks[0]
+    if len({c.type for c in chunks}) > 1:  # e.g. an all-null chunk next to dictionary chunks
+        chunks = [c.cast(pa.string()) for c in chunks]
     return pa.chunked_array(chunks)
 
 

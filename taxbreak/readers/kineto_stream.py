@@ -147,7 +147,9 @@ class EventStream:
             match = _TRAILING.search(str(err))
             if match is None or self.is_array_file:
                 raise StreamFallback(str(err)) from err
-            end = int(match.group(1))
+            # msgspec reports the byte after the first trailing character: the array
+            # itself ends at the last "]" before it
+            end = text.rfind(b"]", 0, int(match.group(1))) + 1
         self._read_trailer(text[end:])
         events, bad = decode_chunk(text[:end], first)
         yield first, events, bad

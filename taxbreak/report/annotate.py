@@ -28,8 +28,8 @@ import gzip
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import msgspec
+import numpy as np
 import pandas as pd
 
 from ..trace.errors import TraceFormatError, UnsupportedFormatError
@@ -255,7 +255,10 @@ def _async_events(pid: int, names, start, end, args, idx: np.ndarray, shift_ns: 
 
 
 def _us(ns) -> float:
-    return round(float(ns) / 1e3, 3)
+    """ns -> µs with one rounding: epoch-based ``ts`` (~1.7e18 ns) would lose
+    precision if converted to float before the division."""
+    whole, rest = divmod(int(ns), 1000)
+    return whole + rest / 1000
 
 
 ARG_COLUMNS = ("correlation", "op_name", "t_py_ns", "t_dispatch_ns", "t_launch_ns", "ft_python_ns",

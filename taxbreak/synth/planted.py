@@ -172,13 +172,13 @@ def _tables(rows: _Rows, spec: PlantedSpec) -> TraceTables:
     dev = pd.DataFrame(rows.device, columns=[f.name for f in SCHEMAS["device_activities"]])
     meta = TraceMeta(source_format="planted", path="<planted>", origin_ns=0, time_base="planted",
                      devices=[{"id": spec.device, "name": spec.gpu_name}])
-    tables = TraceTables(host_events=_arrow(host, "host_events"), api_calls=_arrow(api, "api_calls"),
-                         device_activities=_arrow(dev, "device_activities"), meta=meta)
+    tables = TraceTables(host_events=arrow_table(host, "host_events"), api_calls=arrow_table(api, "api_calls"),
+                         device_activities=arrow_table(dev, "device_activities"), meta=meta)
     tables.validate()
     return tables
 
 
-def _arrow(df: pd.DataFrame, name: str) -> pa.Table:
+def arrow_table(df: pd.DataFrame, name: str) -> pa.Table:
     schema = SCHEMAS[name]
     arrays = []
     for f in schema:

@@ -38,15 +38,21 @@ def _event(ph: str, cat: str, name: str, pid: int, tid: int, ts: int, dur: int |
     return "{" + ",".join(fields) + "}"
 
 
+def _rows(df: pd.DataFrame, cols: list[str]) -> list[tuple]:
+    """Column-wise values zipped into tuples (plain Python values, no per-row pandas access)."""
+    return list(zip(*(df[c].astype(object).tolist() if df[c].dtype == "category" else df[c].tolist()
+                      for c in cols)))
+
+
 def _host_events(tables: TraceTables) -> list[str]:
     he = tables.host_events.to_pandas()
     out = []
-    for row in he.itertuples(index=False):  # writer side: small synthetic traces only
-        args = {"External id": int(row.external_id)} if row.external_id >= 0 else {}
-        if row.kind == "python":
-            args = {"Python id": int(row.row_id), "Python parent id": -1}
-        out.append(_event("X", HOST_CATEGORY[str(row.kind)], row.name, row.pid, row.tid, row.start_ns,
-                          row.dur_ns, args))
+    cols = ["row_id", "kind", "name", "pid", "tid", "start_ns", "dur_ns", "external_id"]
+    for row_id, kind, name, pid, tid, start, dur, ext in _rows(he, cols):
+        args = {"External id": ext} if ext >= 0 else {}
+        if kind == "python":
+            args = {"Python id": row_id, "Python parent id": -1}
+        out.append(_event("X", HOST_CATEGORY[str(kind)], name, pid, tid, start, dur, args))
     return out
 
 
@@ -54,12 +60,13 @@ def _api_events(tables: TraceTables) -> list[str]:
     ac = tables.api_calls.to_pandas()
     ac = ac[ac["domain"].astype(str).isin(["cuda_runtime", "cuda_driver"])]
     out = []
-    for row in ac.itertuples(index=False):
-        args = {"External id": int(row.external_id), "cbid": 211, "correlation": int(row.correlation)}
-        out.append(_event("X", str(row.domain), row.name, row.pid, row.tid, row.start_ns, row.dur_ns, args))
-        if row.correlation >= 0 and str(row.kind) in ("launch", "graph_launch", "memcpy", "memset"):
-            out.append(_event("s", "ac2g", "ac2g", row.pid, row.tid, row.start_ns, None, {})
-                       .replace('"args":{}', f'"id":{int(row.correlation)},"bp":"e"'))
+    cols = ["domain", "kind", "name", "pid", "tid", "start_ns", "dur_ns", "correlation", "external_id"]
+    for domain, kind, name, pid, tid, start, dur, corr, ext in _rows(ac, cols):
+        args = {"External id": ext, "cbid": 211, "correlation": corr}
+        out.append(_event("X", str(domain), name, pid, tid, start, dur, args))
+        if corr >= 0 and str(kind) in ("launch", "graph_launch", "memcpy", "memset"):
+            out.append(_event("s", "ac2g", "ac2g", pid, tid, start, None, {})
+                       .replace('"args":{}', f'"id":{corr},"bp":"e"'))
     return out
 
 
@@ -67,14 +74,14 @@ def _device_events(tables: TraceTables) -> list[str]:
     da = tables.device_activities.to_pandas()
     da = da[da["kind"].astype(str).isin(list(DEVICE_CATEGORY))]
     out = []
-    for row in da.itertuples(index=False):
-        args = {"queued": 0, "device": int(row.device), "context": int(row.context), "stream": int(row.stream),
-                "correlation": int(row.correlation), "External id": int(row.external_id),
-                "registers per thread": int(row.registers), "shared memory": int(row.shared_mem_bytes),
-                "grid": [int(row.grid_x), int(row.grid_y), int(row.grid_z)],
-                "block": [int(row.block_x), int(row.block_y), int(row.block_z)]}
-        out.append(_event("X", DEVICE_CATEGORY[str(row.kind)], row.name, row.device, row.stream, row.start_ns,
-                          row.dur_ns, args))
+    cols = ["kind", "name", "device", "stream", "context", "start_ns", "dur_ns", "correlation", "external_id",
+            "registers", "shared_mem_bytes", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]
+    for (kind, name, device, stream, context, start, dur, corr, ext, regs, smem,
+         gx, gy, gz, bx, by, bz) in _rows(da, cols):
+        args = {"queued": 0, "device": device, "context": context, "stream": stream, "correlation": corr,
+                "External id": ext, "registers per thread": regs, "shared memory": smem,
+                "grid": [gx, gy, gz], "block": [bx, by, bz]}
+        out.append(_event("X", DEVICE_CATEGORY[str(kind)], name, device, stream, start, dur, args))
     return out
 
 

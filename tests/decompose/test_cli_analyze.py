@@ -65,3 +65,17 @@ def test_bad_step_pattern_exits_2(trace):
 
 def test_bad_floor_is_usage_error(trace):
     assert _run(trace[0], "--floor-us", "-1").exit_code == 2
+
+
+def test_malformed_trace_is_one_error_line(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"traceEvents": [{"ph": "X", "ts": 1')
+    result = _run(bad)
+    assert result.exit_code == 1
+    assert result.output.startswith("error[json.")
+
+
+def test_run_dir_without_manifest_is_an_error(tmp_path):
+    result = _run(tmp_path)
+    assert result.exit_code == 1
+    assert "error[run." in result.output

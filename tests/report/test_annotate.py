@@ -166,3 +166,21 @@ def test_build_events_writes_deep_queues_as_async_pairs():
         assert b["pid"] == DEVICE_PID and b["name"] == QUEUE_NAME
         assert ends[b["id"]]["ts"] - b["ts"] == pytest.approx(1000.0)
     assert "8 slices beyond 16 lanes written as async events" in stats.summary_line()
+
+
+def test_real_epoch_trace_slices_line_up_with_its_own_events(shared_traces, tmp_path):
+    """HTA AlexNet: an old absolute-epoch-µs trace (no baseTimeNanoseconds)."""
+    trace = shared_traces / "HolisticTraceAnalysis/tests/data/critical_path/alexnet" / \
+        "benchmark_result_2869224_1695835535_trace.json.gz"
+    out = tmp_path / "a.json.gz"
+    stats = write_annotated(trace, analyze(trace), out)
+    events = json.loads(gzip.decompress(out.read_bytes()))["traceEvents"]
+    kernels = {e["args"]["correlation"]: e["ts"] for e in events if e.get("cat") == "kernel"}
+    launches = {e["args"]["correlation"]: e["ts"] for e in events
+                if e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {})}
+    queued = [e for e in events if e.get("name") == QUEUE_NAME and e["ph"] == "X"]
+    floors = [e for e in events if e.get("name") == "ΔKT floor"]
+    assert stats.kernels == 79 and len(floors) == 79 and queued
+    assert all(abs(e["ts"] + e["dur"] - kernels[e["args"]["correlation"]]) < 2e-3 for e in queued)
+    assert all(abs(e["ts"] - launches[e["args"]["correlation"]]) < 2e-3 for e in floors)
+    assert load_trace(out, use_cache=False).counts() == load_trace(trace, use_cache=False).counts()

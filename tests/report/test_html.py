@@ -139,3 +139,39 @@ def test_real_traces_render(shared_traces, rel):
     assert _external_refs(html) == []
     if not analysis.summary["all"]["kernels"]:
         assert "no CUDA device in trace" in html or "not measured" in html
+
+
+def test_stacked_bars_share_one_scale():
+    from taxbreak.report.svg import BarGroup, Segment, stacked_bars
+
+    group = BarGroup("decode", [Segment("framework_python_us", "py", 10.0), Segment("library_us", "lib", None),
+                                Segment("launch_floor_us", "floor", 20.0)], device_us=60.0, hdbi=0.5,
+                     orchestration_us=30.0)
+    svg = stacked_bars([group], width=860)
+    widths = [float(w) for w in re.findall(r'<rect[^>]*width="([\d.]+)"', svg)]
+    assert widths == pytest.approx([70.0, 140.0, 420.0])  # (860 - 150 - 290) / 60 µs = 7 px per µs
+    assert "T_Orchestrate 30.00 µs" in svg and "HDBI 0.500" in svg
+
+
+def test_idle_gaps_are_the_holes_in_the_union_of_busy_time():
+    import numpy as np
+
+    from taxbreak.report.timeline import Window, idle_gaps
+
+    start = np.array([20, 0, 5])
+    end = np.array([30, 10, 15])
+    gs, ge = idle_gaps(start, end, Window(0, 40, "w"))
+    assert list(zip(gs.tolist(), ge.tolist())) == [(15, 20), (30, 40)]
+    gs, ge = idle_gaps(np.array([], dtype=int), np.array([], dtype=int), Window(0, 40, "w"))
+    assert list(zip(gs.tolist(), ge.tolist())) == [(0, 40)]
+
+
+def test_representative_step_is_the_median_decode_step():
+    import pandas as pd
+
+    from taxbreak.report.timeline import representative_step
+
+    steps = pd.DataFrame({"step": [0, 1, 2, 3, -1], "phase": ["prefill", "decode", "decode", "decode", "between"],
+                          "start_ns": [0, 10, 20, 30, None], "end_ns": [10, 20, 30, 40, None],
+                          "orchestration_us": [100.0, 5.0, 9.0, 7.0, 1.0]})
+    assert representative_step(steps)["step"] == 3
