@@ -4,7 +4,8 @@ Resolution order (docs/architecture.md, "Null-kernel floor"):
 
 1. ``floor_us`` given by the caller (``--floor-us``) — source ``cli``;
 2. a cached measurement for the trace's GPU written by ``taxbreak floor``
-   (``trace.paths.floor_cache_path``) — source ``measured``;
+   (``trace.paths.floor_cache_path``; the trace's driver version first, else the
+   newest measurement of that GPU model) — source ``measured``;
 3. the published mean for that GPU (TaxBreak, H100 4.71 µs, H200 4.50 µs) —
    source ``published:H100`` / ``published:H200``;
 4. the generic published default 4.50 µs — source ``published:default``.
@@ -80,14 +81,13 @@ def _driver_version(tables: TraceTables) -> str:
 
 
 def _cached_floor_us(gpu_name: str, driver_version: str) -> float | None:
-    """Mean floor of a cached measurement for this GPU (this driver if known, else the newest)."""
+    """Mean floor of a cached measurement for this GPU (this driver's if cached, else the newest)."""
     if not gpu_name:
         return None
-    if driver_version:
-        candidates = [floor_cache_path(gpu_name, driver_version)]
-    else:
-        folder = cache_dir() / "floor"
-        candidates = sorted(folder.glob(f"{slug(gpu_name)}__*.json"), key=_mtime, reverse=True)
+    folder = cache_dir() / "floor"
+    # this driver's measurement first, then the newest one for the same GPU model
+    candidates = [floor_cache_path(gpu_name, driver_version)] if driver_version else []
+    candidates += sorted(folder.glob(f"{slug(gpu_name)}__*.json"), key=_mtime, reverse=True)
     for path in candidates:
         value = _read_floor(path)
         if value is not None:

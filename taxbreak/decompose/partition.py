@@ -45,7 +45,8 @@ def _categories(views: Views, marker: np.ndarray) -> tuple[np.ndarray, np.ndarra
     host_cat = np.where(host.is_aten, LABELS.index("dispatch"), LABELS.index("python"))[keep]
     # a memcpy call without "Async" blocks the host (classified once per distinct name)
     async_name = np.array(["Async" in n for n in api.name_cats], dtype=bool)
-    blocking_copy = (api.kind == "memcpy") & ~(async_name[api.name_codes] if len(api.name_codes) else False)
+    is_async = async_name[api.name_codes] if len(api.name_codes) else np.zeros(0, dtype=bool)
+    blocking_copy = (api.kind == "memcpy") & ~is_async
     api_cat = np.select(
         [np.isin(api.kind, LAUNCH_API_KINDS), (api.kind == "sync") | blocking_copy, api.kind == "library"],
         [LABELS.index("launch_api"), LABELS.index("sync"), LABELS.index("library")],

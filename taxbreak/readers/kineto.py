@@ -2,15 +2,18 @@
 
 Pipeline (docs/trace-model.md, docs/performance.md):
 
-1. bytes: read or inflate the file (:mod:`kineto_io`);
-2. top level: one msgspec pass validates the whole JSON and returns the small
-   top-level keys, keeping ``traceEvents`` as raw bytes; a truncated file is
-   detected here and, with ``allow_truncated``, its complete events recovered;
-3. events: the raw array is decoded in ~2 MB chunks into typed Structs
-   (:mod:`kineto_events`) and each chunk routed into table columns
-   (:mod:`kineto_columns`);
-4. tables: chunks concatenated, times made relative to the origin, nesting
-   depth/parent computed, schemas conformed, every input event accounted for.
+1. a valid file is streamed (:mod:`kineto_stream`): read and inflated in blocks,
+   its ``traceEvents`` array cut into ~2 MB chunks of typed Structs
+   (:mod:`kineto_events`), each routed into table columns (:mod:`kineto_columns`)
+   and dropped, so the JSON is never whole in memory;
+2. anything else (invalid, truncated, BOM, non-UTF-8 names) takes the
+   whole-buffer path: the bytes are read or inflated (:mod:`kineto_io`), one
+   msgspec pass validates them keeping ``traceEvents`` raw, which yields exact
+   typed errors or, with ``allow_truncated``, the complete events of a cut file;
+   the raw array is then decoded in the same chunks;
+3. tables: chunks concatenated one table at a time, times made relative to the
+   origin, nesting depth/parent computed, schemas conformed, every input event
+   accounted for.
 """
 from __future__ import annotations
 

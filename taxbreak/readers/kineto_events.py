@@ -1,8 +1,8 @@
 """Decoding the ``traceEvents`` array in bounded chunks.
 
-The whole file is first checked by one msgspec pass that keeps ``traceEvents``
-as raw bytes (:class:`msgspec.Raw`, zero-copy). That raw array is then cut at
-event boundaries into chunks of ~2 MB and each chunk is decoded into typed
+In the whole-buffer path the file is first checked by one msgspec pass that
+keeps ``traceEvents`` as raw bytes (:class:`msgspec.Raw`, zero-copy); that raw
+array is then cut at event boundaries into chunks of ~2 MB and each chunk is decoded into typed
 Structs holding only the fields taxbreak reads, so unknown keys are skipped in C
 and no dicts are built (parse-speed.md: 0.54 s per 1 M events with GC off).
 

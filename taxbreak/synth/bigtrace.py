@@ -27,8 +27,7 @@ BASE_TIME_NS = 1_735_632_360_000_000_000
 HOST_PID = 4242
 HOST_TID = 4242
 GPU_STREAM = 7
-EVENTS_PER_OP = 6
-STEP_EVENTS = 4  # user_annotation + gpu_user_annotation + nothing else; run ranges come on top
+EVENTS_PER_OP = 6  # python_function, cpu_op, runtime call, flow start, kernel/memcpy, flow end
 
 H100 = {
     "id": 0, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85045460992, "computeMajor": 9,
@@ -118,7 +117,7 @@ class _Clock:
 
 
 def write_big_kineto(path: str | Path, n_events: int, seed: int = 0, gzip: bool = True,
-                     layers: int = 8, decode_steps: int = 15) -> BigTraceStats:
+                     layers: int = 8, decode_steps: int = 15, rank: int = 0) -> BigTraceStats:
     """Write a synthetic Kineto trace of about ``n_events`` events.
 
     Args:
@@ -129,6 +128,7 @@ def write_big_kineto(path: str | Path, n_events: int, seed: int = 0, gzip: bool 
         gzip: gzip the output (level 1, for speed).
         layers: decoder layers per step (5 ops each, plus one input copy).
         decode_steps: decode steps per run after its one prefill step.
+        rank: ``distributedInfo.rank`` written in the header.
 
     Returns:
         :class:`BigTraceStats` with the exact event count and uncompressed size.
@@ -139,7 +139,7 @@ def write_big_kineto(path: str | Path, n_events: int, seed: int = 0, gzip: bool 
     opener = (lambda p: gzip_module.open(p, "wb", compresslevel=1)) if gzip else (lambda p: open(p, "wb"))
     written, steps, runs, size = 0, 0, 0, 0
     with opener(path) as out:
-        size += _write(out, _header())
+        size += _write(out, _header(rank))
         written += 3
         while written < n_events:
             run_start = clock.host_ns
@@ -164,11 +164,11 @@ def _write(out, text: str) -> int:
     return len(data)
 
 
-def _header() -> str:
+def _header(rank: int) -> str:
     head = {
         "schemaVersion": 1, "deviceProperties": [H100], "cupti_version": 22, "cuda_runtime_version": 12040,
         "cuda_driver_version": 12090, "record_shapes": 1,
-        "distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 1},
+        "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": max(rank + 1, 1)},
         "displayTimeUnit": "ms", "baseTimeNanoseconds": BASE_TIME_NS,
     }
     text = json.dumps(head, separators=(",", ":"))[:-1] + ',\n"traceEvents":[\n'
@@ -208,7 +208,7 @@ def _step_text(clock: _Clock, rng: np.random.Generator, phase: str, layers: int)
     corr = clock.corr + np.arange(n_ops)
     ext = clock.ext + np.arange(n_ops)
     py_id = clock.py_id + np.arange(n_ops)
-    parts = [_ops_text(0, n_ops, py_start, py_dur, op_start, op_dur, launch_start, launch_dur,
+    parts = [_ops_text(n_ops, py_start, py_dur, op_start, op_dur, launch_start, launch_dur,
                        kern_start, kern_dur, corr, ext, py_id, tokens)]
     step_start, step_end = int(py_start[0]) - 200, int(py_start[-1] + py_dur[-1]) + 200
     name = f"taxbreak/{phase}/{clock.step}"
@@ -224,7 +224,7 @@ def _step_text(clock: _Clock, rng: np.random.Generator, phase: str, layers: int)
     return "".join(parts), n_ops * EVENTS_PER_OP + 2
 
 
-def _ops_text(first, n_ops, py_start, py_dur, op_start, op_dur, launch_start, launch_dur,
+def _ops_text(n_ops, py_start, py_dur, op_start, op_dur, launch_start, launch_dur,
               kern_start, kern_dur, corr, ext, py_id, tokens) -> str:
     cols = [_us(a) for a in (py_start, py_dur, op_start, op_dur, launch_start, launch_dur, kern_start, kern_dur)]
     ps, pd_, os_, od, ls, ld, ks, kd = cols

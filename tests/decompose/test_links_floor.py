@@ -64,6 +64,9 @@ def test_floor_resolution_order(monkeypatch):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"gpu_name": "NVIDIA H200", "driver_version": "12090", "floor_us": 4.123}))
     assert (resolve_floor(tables).source, resolve_floor(tables).floor_ns) == ("measured", 4_123)
+    tables.meta.extra = {"cuda_driver_version": "99999"}  # no entry for this driver: newest of the GPU model
+    assert (resolve_floor(tables).source, resolve_floor(tables).floor_ns) == ("measured", 4_123)
+    assert resolve_floor(tables, 3.0).source == "cli"  # the command line still wins
     other = build(_spec("Tesla V100-SXM2-32GB")).tables
     assert (resolve_floor(other).source, resolve_floor(other).floor_ns) == ("published:default", 4_500)
     tables.device_activities = tables.device_activities.slice(0, 0)
