@@ -70,8 +70,11 @@ class _progress:
 
     def __init__(self, console: Console, quiet: bool) -> None:
         self.quiet = quiet
+        # auto_refresh=False: rich's refresh thread would otherwise run (and be
+        # traced, and compete for the GIL) inside the profiled steps; the bar is
+        # redrawn only between steps, when the runner reports progress.
         self.bar = Progress(TextColumn("{task.description:<32}"), BarColumn(), MofNCompleteColumn(),
-                            TimeElapsedColumn(), console=console, transient=False)
+                            TimeElapsedColumn(), console=console, transient=False, auto_refresh=False)
         self.tasks: dict[str, int] = {}
 
     def __enter__(self):
@@ -82,7 +85,7 @@ class _progress:
             self.bar.start()
         if event.stage not in self.tasks:
             self.tasks[event.stage] = self.bar.add_task(_STAGES.get(event.stage, event.stage), total=event.total)
-        self.bar.update(self.tasks[event.stage], completed=event.done, total=max(event.total, 1))
+        self.bar.update(self.tasks[event.stage], completed=event.done, total=max(event.total, 1), refresh=True)
 
     def __exit__(self, *exc) -> bool:
         if self.tasks:
@@ -127,9 +130,6 @@ def _fmt_floor(floor: dict) -> str:
 
 
 def _render_overhead(manifest: dict, console: Console) -> None:
-    if manifest.get("gpu_name") is None:
-        console.print("no CUDA device: host framework time is measured; device time, ΔCT, ΔKT and HDBI "
-                      "are unavailable (n/a), not zero")
     over = manifest["capture_overhead"]
     if over["overhead_pct"] is None:
         console.print(f"capture overhead: unavailable ({over.get('reason', 'not measured')})")

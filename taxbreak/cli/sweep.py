@@ -84,11 +84,13 @@ def _with_progress(work):
 
     console = Console(stderr=True)
     with Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
-                  TimeElapsedColumn(), console=console, transient=not console.is_terminal) as bar:
+                  TimeElapsedColumn(), console=console, transient=not console.is_terminal,
+                  auto_refresh=False) as bar:  # no refresh thread inside profiled steps
         task = bar.add_task("", total=None)
 
         def progress(done: int, total: int, name: str, status: str) -> None:
-            bar.update(task, completed=done, total=total, description=f"{name} {status}" if name else "")
+            bar.update(task, completed=done, total=total, description=f"{name} {status}" if name else "",
+                       refresh=True)
 
         return work(progress)
 

@@ -9,6 +9,7 @@ the origin once every chunk is in.
 from __future__ import annotations
 
 from collections import defaultdict
+from functools import lru_cache
 
 import numpy as np
 import pyarrow as pa
@@ -19,8 +20,8 @@ from .kineto_events import Args, Event, InvalidUtf8
 from .kineto_text import MISSING, OK, WRONG_TYPE, int_ids, us_text_to_ns
 
 _NO_ARGS = Args()
-_HOST_KINDS = pa.array(["python", "op", "annotation"])  # in route order HOST_PY, HOST_OP, HOST_ANN
-_DEVICE_KINDS = pa.array(["kernel", "memcpy", "memset", "sync"])  # DEV_KERNEL .. DEV_SYNC
+_HOST_KINDS = ("python", "op", "annotation")  # in route order HOST_PY, HOST_OP, HOST_ANN
+_DEVICE_KINDS = ("kernel", "memcpy", "memset", "sync")  # DEV_KERNEL .. DEV_SYNC
 _DROP_CODES = {
     V.INSTANT: "event.instant",
     V.BEGIN_END: "event.begin_end",
@@ -118,6 +119,12 @@ class ColumnSink:
         return pa.table(cols) if cols else None
 
 
+@lru_cache(maxsize=None)
+def _vocabulary(values: tuple[str, ...]) -> pa.Array:
+    # built on first use: a pa.array call at import time would import pandas for every reader user
+    return pa.array(values, type=pa.string())
+
+
 def _narrow(col):
     """Ids held as int32 while the JSON bytes are still in memory (they widen back
     to the canonical int64 when the tables are conformed); times stay int64."""
@@ -203,7 +210,7 @@ def _raw_text(raws: list) -> pa.Array:
 
 def _host(sel, route, ts_ns, dur_ns) -> dict:
     args = _args(sel)
-    kinds = _HOST_KINDS.take(pa.array(route - V.HOST_PY))  # one Arrow take, no per-row Python
+    kinds = _vocabulary(_HOST_KINDS).take(pa.array(route - V.HOST_PY))  # one Arrow take, no per-row Python
     return {
         "pid": _ids([e.pid for e in sel]),
         "tid": _ids([e.tid for e in sel]),
@@ -244,7 +251,7 @@ def _api(sel, route, ts_ns, dur_ns) -> dict:
 
 def _device(sel, route, ts_ns, dur_ns) -> dict:
     args = _args(sel)
-    kinds = _DEVICE_KINDS.take(pa.array(route - V.DEV_KERNEL))
+    kinds = _vocabulary(_DEVICE_KINDS).take(pa.array(route - V.DEV_KERNEL))
     cols = {
         "process": np.zeros(len(sel), dtype=np.int64),
         "kind": kinds,

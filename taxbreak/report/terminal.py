@@ -55,6 +55,10 @@ def render_header(summary: dict, console: Console) -> None:
     console.print(f"T_sys floor: {fmt(s['floor_us'], '{:.2f}')} µs (source: {s['floor_source']})  ·  "
                   f"T_dispatch_base: {fmt(s['t_dispatch_base_us'], '{:.2f}')} µs  ·  "
                   f"steps: {s['steps']} ({meta['step_scheme']})  ·  tokens: {fmt(s['tokens'], '{:,}')}")
+    if s.get("kernels", 0) == 0 and s.get("device_active_us") is None:
+        console.print("[yellow]no CUDA device in trace:[/yellow] device time, ΔCT, ΔKT and HDBI are unavailable "
+                      "(n/a), not zero. The host partition is measured; on a CPU run the ATen part also "
+                      "holds the ops' own compute, since there is no device to hand it to.")
 
 
 def render_phases(summary: dict, console: Console) -> None:

@@ -59,3 +59,17 @@ def test_steps_table_names_follow_the_scheme(run_dir):
     taxbreak_steps = steps[steps["name"].str.startswith("taxbreak/")]
     expected = [f"taxbreak/{'prefill' if i % NEW_TOKENS == 0 else 'decode'}/{i}" for i in range(RUNS * NEW_TOKENS)]
     assert list(taxbreak_steps.sort_values("start_ns")["name"]) == expected
+
+
+@pytest.mark.slow
+def test_the_default_first_command_produces_a_complete_run(tmp_path):
+    """`taxbreak profile` with no options (the README's first command): 3 runs x 10 steps, a
+    trace of several MB (more than one reader chunk), every output written."""
+    result = CliRunner().invoke(main, ["profile", "-o", str(tmp_path / "run"), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["manifest"]["outputs"] == {"analysis": "ok", "summary": "ok", "tables": "ok"}
+    assert data["manifest"]["model"] == "llama-3.2-1b-tiny"
+    summary = data["summary"]
+    assert summary["all"]["tokens"] == 30
+    assert len([s for s in summary["steps"] if s["name"].startswith("taxbreak/")]) == 30

@@ -25,8 +25,7 @@ KINETO_TRACES = shared_trace_paths((".json", ".json.gz"))
 
 
 def _param(path: Path):
-    marks = [pytest.mark.slow] if path.stat().st_size > 1_000_000 else []
-    return pytest.param(path, id=str(path.relative_to(SHARED_TRACES)), marks=marks)
+    return pytest.param(path, id=str(path.relative_to(SHARED_TRACES)))
 
 
 def _load_json(path: Path, **kwargs) -> dict:
