@@ -122,7 +122,7 @@ def bench_taxbreak(trace: Path, repeat: int, work: Path) -> dict:
         cache = Path(tempfile.mkdtemp(prefix="tb-cache-", dir=work))
         env = dict(os.environ, TAXBREAK_CACHE_DIR=str(cache))
         runs["analyze_cold"].append(measure(taxbreak_cmd("analyze", str(trace)), env))
-        runs["analyze_cached"].append(measure(taxbreak_cmd("analyze", str(trace)), env))
+        runs["analyze_cached"].append(measure_cached(trace, env, cache))
         shutil.rmtree(cache, ignore_errors=True)
         env_cold = dict(os.environ, TAXBREAK_CACHE_DIR=str(cache))
         runs["info"].append(measure(taxbreak_cmd("info", str(trace)), env_cold))
@@ -132,6 +132,29 @@ def bench_taxbreak(trace: Path, repeat: int, work: Path) -> dict:
         shutil.rmtree(out, ignore_errors=True)
         shutil.rmtree(cache, ignore_errors=True)
     return {name: median_of(r) for name, r in runs.items()}
+
+
+def _analysis_entries(cache: Path) -> int:
+    folder = cache / "analysis"
+    return len(list(folder.iterdir())) if folder.is_dir() else 0
+
+
+def measure_cached(trace: Path, env: dict, cache: Path, tries: int = 3) -> dict:
+    """A second ``analyze`` that really hits the analysis cache.
+
+    The cache key covers the decomposer's source files, so an edit to them while
+    the cold run was going makes the next run a miss (it stores a new entry);
+    such a run is not a cached measurement and is repeated, and counted.
+    """
+    result: dict = {}
+    for attempt in range(tries):
+        before = _analysis_entries(cache)
+        result = measure(taxbreak_cmd("analyze", str(trace)), env)
+        result["misses"] = attempt
+        if _analysis_entries(cache) == before:
+            return result
+    result["rc"] = result["rc"] or -1  # never hit: not a cached figure
+    return result
 
 
 def bench_hta(trace: Path, repeat: int, hta_python: str) -> dict:
@@ -183,9 +206,9 @@ def render(results: list[dict], host: dict) -> str:
         for name, m in r["measures"].items():
             wall = m["wall_s"]
             rss = m["peak_rss_bytes"]
-            rate = f"{r['events'] / wall / 1e6:.2f}" if wall else "n/a"
+            rate = f"{r['events'] / wall / 1e6:.2f}" if wall and name != "startup" else "–"
             lines.append(f"| {r['events']:,} | {r['json_bytes'] / 1e6:.0f} | {r['file_bytes'] / 1e6:.1f} | {name} | "
-                         f"{wall:.2f} | {m['best_wall_s']:.2f} | {rss / 1e6:.0f} | {rate} |" if wall else
+                         f"{wall:.2f} | {m.get('best_wall_s', wall):.2f} | {rss / 1e6:.0f} | {rate} |" if wall else
                          f"| {r['events']:,} | | | {name} | failed (exit {m['rc']}) | | | |")
         ratio = r.get("hta_over_analyze")
         if ratio:
@@ -205,7 +228,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="skip HTA above this size (it needs ~1.3 GB RSS per 1M events)")
     parser.add_argument("--cprofile", help="also profile a cold analyze at this size")
     parser.add_argument("--json", help="write all results here")
+    parser.add_argument("--render", nargs="+", metavar="JSON", help="only print the table of saved results")
     args = parser.parse_args(argv)
+    if args.render:
+        saved = [json.loads(Path(f).read_text()) for f in args.render]
+        print(render([r for s in saved for r in s["results"]], saved[0]["machine"]))
+        return 0
 
     work = Path(args.work_dir)
     work.mkdir(parents=True, exist_ok=True)

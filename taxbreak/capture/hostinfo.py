@@ -20,6 +20,7 @@ import torch
 
 _CPUINFO = Path("/proc/cpuinfo")
 _CPUFREQ = Path("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq")
+_MEMINFO = Path("/proc/meminfo")
 
 
 def cpu_model(cpuinfo_text: str | None = None) -> str | None:
@@ -70,6 +71,20 @@ def _driver_version() -> str | None:
     out = _run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"])
     if out and out.strip():
         return out.strip().splitlines()[0]
+    return None
+
+
+def free_memory_bytes(device: str) -> int | None:
+    """Free memory of ``device``: ``cudaMemGetInfo`` on a GPU, MemAvailable on the CPU."""
+    if str(device).startswith("cuda"):
+        return torch.cuda.mem_get_info(torch.device(device))[0]
+    try:
+        meminfo = _MEMINFO.read_text()
+    except OSError:
+        return None
+    for line in meminfo.splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024
     return None
 
 

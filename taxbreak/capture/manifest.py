@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import json
 import logging
+import statistics
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..decompose.floor import DEFAULT_FLOOR_US, PUBLISHED_FLOOR_US
 from ..trace.errors import TaxbreakError
 from ..trace.paths import floor_cache_path, slug
 
@@ -31,10 +33,8 @@ ANALYSIS_DIR = "analysis"
 DEFAULT_ROOT = Path("taxbreak-runs")
 MANIFEST_VERSION = 1
 
-# Null-kernel floor by GPU, µs (TaxBreak paper table as reported in the
-# method notes, docs/method.md); used only when no measurement is cached.
-PUBLISHED_FLOOR_US = {"H200": 4.50, "H100": 4.71}
-DEFAULT_FLOOR_US = 4.50
+# The published floors are the decomposer's (one table, docs/method.md); the
+# manifest records what a GPU run would use before the analysis confirms it.
 
 
 def utc_stamp(now: datetime | None = None) -> str:
@@ -209,3 +209,22 @@ def finish_manifest(run_dir: Path, manifest: dict, derived: DerivedOutputs) -> N
         meta["capture_overhead"] = manifest["capture_overhead"]
         write_json(run_dir / SUMMARY, summary)
     write_json(run_dir / MANIFEST, manifest)
+
+
+def capture_overhead(without_ms: list[float], with_ms: list[float], new_tokens: int) -> dict:
+    """Capture overhead: medians of the same run with and without the profiler."""
+    base = statistics.median(without_ms) if without_ms else None
+    traced = statistics.median(with_ms) if with_ms else None
+    pct = None if not base or traced is None else 100.0 * (traced - base) / base
+    return {
+        "run_ms_without_profiler": base,
+        "run_ms_with_profiler": traced,
+        "step_ms_without_profiler": None if base is None else base / new_tokens,
+        "step_ms_with_profiler": None if traced is None else traced / new_tokens,
+        "overhead_pct": pct,
+        "reps_without_profiler": len(without_ms),
+        "reps_with_profiler": len(with_ms),
+        "method": "median wall time of one run (prefill + decode steps, device-synced) "
+                  "without and with the profiler; overhead_pct = 100 * (with - without) / without",
+        **({} if base else {"reason": "no unprofiled reps (overhead_reps = 0)"}),
+    }

@@ -19,8 +19,8 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import re
 import shutil
-import statistics
 import subprocess
 import sys
 import time
@@ -33,7 +33,8 @@ import torch
 from ..trace.errors import CaptureError, UsageError
 from . import manifest as mf
 from . import markers
-from .models import build_model, parse_dtype, resolve_spec
+from .hostinfo import free_memory_bytes
+from .models import build_model, count_parameters, parse_dtype, resolve_spec
 
 log = logging.getLogger(__name__)
 
@@ -91,9 +92,12 @@ def _validate(cfg: ProfileConfig) -> None:
 
         require_transformers(cfg.model[3:])
     else:
-        resolve_spec(cfg.model, tiny=cfg.tiny, layers=cfg.layers, hidden=cfg.hidden, experts=cfg.experts)
+        spec = resolve_spec(cfg.model, tiny=cfg.tiny, layers=cfg.layers, hidden=cfg.hidden, experts=cfg.experts)
+        _check_positions(cfg, spec.name, spec.max_positions)
     if cfg.backend not in BACKENDS:
         raise UsageError("usage.invalid", f"unknown backend {cfg.backend!r}", hint="use torch or nsys")
+    if not re.fullmatch(r"cpu|cuda(:\d+)?", cfg.device):
+        raise UsageError("usage.invalid", f"unknown device {cfg.device!r}", hint="use cpu, cuda or cuda:N")
     if cfg.device.startswith("cuda") and not torch.cuda.is_available():
         raise CaptureError("device.unavailable", f"device {cfg.device} requested but no CUDA device is present",
                            hint="drop --device to run on the CPU")
@@ -127,11 +131,26 @@ class _Model:
             self.spec = resolve_spec(cfg.model, tiny=cfg.tiny, layers=cfg.layers, hidden=cfg.hidden,
                                      experts=cfg.experts)
             self.name = self.spec.name
+            check_memory(self.spec, cfg.dtype, cfg.device)
         self.module = build_model(self.spec or cfg.model, dtype=cfg.dtype, device=cfg.device, seed=cfg.seed)
         self.parameters = sum(p.numel() for p in self.module.parameters())
         hf_config = getattr(getattr(self.module, "model", None), "config", None)
         self.max_positions = self.spec.max_positions if self.spec else getattr(
             hf_config, "max_position_embeddings", None)
+
+
+def check_memory(spec, dtype: str, device: str, available_bytes: int | None = None) -> None:
+    """Refuse a model whose weights alone exceed the free memory of the device.
+
+    A full-size MoE preset on a laptop CPU would otherwise die in the
+    allocator or the OOM killer instead of saying what to do.
+    """
+    needed = count_parameters(spec) * torch.empty((), dtype=parse_dtype(dtype, device)).element_size()
+    free = available_bytes if available_bytes is not None else free_memory_bytes(device)
+    if free is not None and needed > free:
+        raise CaptureError("capture.failed", f"{spec.name} needs {needed / 2**30:.1f} GiB for its weights; "
+                           f"{free / 2**30:.1f} GiB free on {device}",
+                           hint="use --tiny, fewer --layers, or a GPU")
 
 
 def generate(model, input_ids: torch.Tensor, new_tokens: int, *, run_marker: bool = True) -> torch.Tensor:
@@ -168,25 +187,6 @@ def timed_runs(model, input_ids, new_tokens: int, reps: int, on_rep: Callable[[i
         if on_rep:
             on_rep(rep + 1)
     return times_ms
-
-
-def overhead(without_ms: list[float], with_ms: list[float], new_tokens: int) -> dict:
-    """Capture overhead: medians of the same run with and without the profiler."""
-    base = statistics.median(without_ms) if without_ms else None
-    traced = statistics.median(with_ms) if with_ms else None
-    pct = None if not base or traced is None else 100.0 * (traced - base) / base
-    return {
-        "run_ms_without_profiler": base,
-        "run_ms_with_profiler": traced,
-        "step_ms_without_profiler": None if base is None else base / new_tokens,
-        "step_ms_with_profiler": None if traced is None else traced / new_tokens,
-        "overhead_pct": pct,
-        "reps_without_profiler": len(without_ms),
-        "reps_with_profiler": len(with_ms),
-        "method": "median wall time of one run (prefill + decode steps, device-synced) "
-                  "without and with the profiler; overhead_pct = 100 * (with - without) / without",
-        **({} if base else {"reason": "no unprofiled reps (overhead_reps = 0)"}),
-    }
 
 
 def profile(config: ProfileConfig, out_dir: str | Path | None = None,
@@ -229,7 +229,7 @@ def _profile(cfg: ProfileConfig, out_dir, report) -> RunResult:
         require_nsys()
     report(ProgressEvent("build", 0, 1))
     model = _guard(lambda: _Model(cfg))
-    _check_positions(cfg, model)
+    _check_positions(cfg, model.name, model.max_positions)
     report(ProgressEvent("build", 1, 1))
     run_dir = Path(out_dir) if out_dir else mf.default_run_dir(model.name)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -243,7 +243,7 @@ def _profile(cfg: ProfileConfig, out_dir, report) -> RunResult:
     else:
         trace_path, traced_ms, profiler_info = _capture_torch(cfg, model, input_ids, run_dir, report)
     manifest = mf.build_manifest(cfg, model.name, model.spec, model.parameters, trace_path, profiler_info,
-                                 overhead(base_ms, traced_ms, cfg.new_tokens))
+                                 mf.capture_overhead(base_ms, traced_ms, cfg.new_tokens))
     manifest["timings_ms"] = {"baseline_runs": base_ms, "recorded_runs": traced_ms}
     mf.write_json(run_dir / mf.MANIFEST, manifest)
     report(ProgressEvent("analyze", 0, 1))
@@ -259,12 +259,12 @@ def _prompt(cfg: ProfileConfig, model: _Model) -> torch.Tensor:
     return torch.randint(0, vocab, (cfg.batch_size, cfg.seq_len), generator=gen).to(cfg.device)
 
 
-def _check_positions(cfg: ProfileConfig, model: _Model) -> None:
+def _check_positions(cfg: ProfileConfig, name: str, max_positions: int | None) -> None:
     needed = cfg.seq_len + cfg.new_tokens - 1
-    if model.max_positions is not None and needed > model.max_positions:
-        raise CaptureError("model.invalid", f"{model.name} has {model.max_positions} positions; "
+    if max_positions is not None and needed > max_positions:
+        raise CaptureError("model.invalid", f"{name} has {max_positions} positions; "
                            f"seq_len + new_tokens - 1 = {needed}",
-                           hint=f"lower --seq-len or --new-tokens (at most {model.max_positions} positions)")
+                           hint=f"lower --seq-len or --new-tokens (at most {max_positions} positions)")
 
 
 def _guard(fn):

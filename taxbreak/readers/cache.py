@@ -26,11 +26,13 @@ go first. :func:`clear_cache` empties it (``taxbreak cache clear``), and
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import logging
 import os
 import shutil
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -38,10 +40,14 @@ from pathlib import Path
 from typing import Callable
 
 from .. import __version__
+from ..trace.diagnostics import Diagnostics
 from ..trace.paths import cache_dir
 from ..trace.tables import TraceTables
 
 log = logging.getLogger(__name__)
+
+_PENDING: dict[str, threading.Thread] = {}  # background writes of this process, by key
+_PENDING_LOCK = threading.Lock()
 
 # Bump when a reader changes what it writes into the tables for the same input.
 READER_FORMAT_VERSION = 1
@@ -112,6 +118,7 @@ def cached_load(
         return parse(src)  # a missing/odd path: let the parser raise its typed error
     key = cache_key(src, variant)
     entry = parse_cache_dir() / key
+    wait_for_writes(key)  # this process may still be writing the entry
     corrupt = False
     if (entry / ENTRY_FILE).is_file():
         tables = _read_entry(entry)
@@ -140,7 +147,33 @@ def _read_entry(entry: Path) -> TraceTables | None:
 
 
 def _store(tables: TraceTables, entry: Path) -> None:
-    store_entry(entry, tables.to_parquet, {"path": tables.meta.path})
+    """Write the entry in a background thread: Parquet encoding releases the GIL, so
+    on a cold ``analyze`` the write overlaps the decomposition instead of adding to it.
+
+    The thread writes a snapshot (the Arrow tables are immutable; metadata and
+    diagnostics are copied) so later changes to ``tables`` cannot race with it.
+    It is not a daemon: the interpreter waits for it before exiting.
+    """
+    snapshot = TraceTables(
+        tables.host_events, tables.api_calls, tables.device_activities, tables.ranges, tables.flows,
+        meta=copy.deepcopy(tables.meta), diagnostics=Diagnostics.from_dict(tables.diagnostics.as_dict()),
+    )
+    writer = threading.Thread(target=store_entry, args=(entry, snapshot.to_parquet, {"path": tables.meta.path}),
+                              name=f"taxbreak-cache-{entry.name[:8]}")
+    with _PENDING_LOCK:
+        _PENDING[entry.name] = writer
+    writer.start()
+
+
+def wait_for_writes(key: str | None = None) -> None:
+    """Block until background cache writes (of ``key``, or all) have finished."""
+    with _PENDING_LOCK:
+        writers = [w for k, w in _PENDING.items() if key is None or k == key]
+    for writer in writers:
+        writer.join()
+    with _PENDING_LOCK:
+        for k in [k for k, w in _PENDING.items() if not w.is_alive()]:
+            del _PENDING[k]
 
 
 def store_entry(entry: Path, write: Callable[[Path], object], record: dict) -> bool:

@@ -25,9 +25,11 @@ import pyarrow.parquet as pq
 PARTITIONED_TABLES = ("kernels", "steps")
 UNKNOWN_PHASE = "unknown"
 _PART_NAME = "part-{i}.parquet"
-# Columns that pandas leaves all-None get Arrow's null type, which would make
-# the files of one dataset disagree; these suffixes say which are numbers.
-_NUMERIC_SUFFIXES = ("_us", "_ns", "_bytes", "_id", "_count", "_per_token")
+# Columns that pandas leaves all-None (an unmeasured metric) get Arrow's null
+# type, which would make the files of one dataset disagree. Summary metrics are
+# numbers; only these names hold text.
+_TEXT_COLUMNS = frozenset({"name", "kind", "phase", "floor_source", "kernel_class"})
+_TEXT_SUFFIXES = ("_name", "_source", "_kind")
 _PHASE_SCHEMA = pa.schema([("phase", pa.string())])
 
 
@@ -40,8 +42,8 @@ def _to_arrow(frame: pd.DataFrame) -> pa.Table:
     table = pa.Table.from_pandas(frame, preserve_index=False)
     for i, field in enumerate(table.schema):
         if pa.types.is_null(field.type):
-            numeric = field.name.endswith(_NUMERIC_SUFFIXES) or field.name == "hdbi"
-            table = table.set_column(i, field.name, table.column(i).cast(pa.float64() if numeric else pa.string()))
+            is_text = field.name in _TEXT_COLUMNS or field.name.endswith(_TEXT_SUFFIXES)
+            table = table.set_column(i, field.name, table.column(i).cast(pa.string() if is_text else pa.float64()))
         elif pa.types.is_dictionary(field.type):  # categoricals: plain strings read the same everywhere
             table = table.set_column(i, field.name, table.column(i).cast(field.type.value_type))
     return table

@@ -15,9 +15,11 @@ from .discover import uncompressed_bytes
 
 log = logging.getLogger(__name__)
 
-# Measured (docs/performance.md, "Scale"): peak RSS ≈ BASE + RATIO × JSON bytes.
-RSS_PER_JSON_BYTE = 1.0
-BASE_RSS_BYTES = 350 * 1024**2
+# Measured with scripts/bench.py (docs/performance.md, "Scale"): peak RSS of a cold
+# `taxbreak analyze` was 252 MB / 745 MB / 5,436 MB for 22 MB / 220 MB / 2,228 MB of
+# JSON (100 k / 1 M / 10 M events). BASE + RATIO × JSON bounds all three from above.
+RSS_PER_JSON_BYTE = 2.5
+BASE_RSS_BYTES = 250 * 1024**2
 # Leave room for the parent process, page cache and other work on the machine.
 MEMORY_HEADROOM = 0.8
 

@@ -30,3 +30,10 @@ def test_host_info_without_gpu_says_why():
     info = host_info()
     assert info["torch"] and info["cpu_count"] >= 1
     assert info["gpu_name"] is None and info["reason"] == "no CUDA device"
+
+
+def test_free_memory_on_cpu_is_read_from_meminfo():
+    from taxbreak.capture.hostinfo import free_memory_bytes
+
+    free = free_memory_bytes("cpu")
+    assert free is None or free > 0

@@ -212,3 +212,21 @@ def test_bad_input_ids_raise_model_invalid():
 def test_model_spec_round_trips_through_dict():
     spec = PRESETS["qwen1.5-moe-a2.7b"]
     assert ModelSpec(**spec.as_dict()) == spec
+
+
+@pytest.mark.parametrize("renormalize", [False, True])
+def test_router_renormalizes_only_when_the_model_does(renormalize):
+    from dataclasses import replace
+
+    from taxbreak.capture.models.moe import SparseMoE
+
+    spec = replace(resolve_spec("olmoe-1b-7b-tiny"), norm_topk_prob=renormalize)
+    moe = SparseMoE(spec)
+    torch.nn.init.normal_(moe.gate.weight, std=0.5, generator=torch.Generator().manual_seed(0))
+    weights, selected = moe._route(torch.randn(5, spec.hidden, generator=torch.Generator().manual_seed(1)))
+    assert selected.shape == (5, spec.top_k) and weights.shape == (5, spec.top_k)
+    sums = weights.sum(-1)
+    if renormalize:
+        torch.testing.assert_close(sums, torch.ones(5))
+    else:
+        assert (sums < 1).all()  # top-8 of 16 softmax probabilities

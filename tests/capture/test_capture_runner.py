@@ -120,7 +120,8 @@ def test_positions_beyond_the_model_are_invalid(tmp_path):
     assert err.value.code == "model.invalid"
 
 
-@pytest.mark.parametrize("field, value", [("runs", 0), ("new_tokens", 0), ("backend", "perf"), ("threads", -1)])
+@pytest.mark.parametrize("field, value", [("runs", 0), ("new_tokens", 0), ("backend", "perf"), ("threads", -1),
+                                          ("device", "tpu")])
 def test_invalid_config_is_a_usage_error(field, value):
     with pytest.raises(UsageError):
         ProfileConfig(**{field: value}).resolved()
@@ -210,3 +211,13 @@ def test_a_failing_analysis_keeps_the_capture(tmp_path, monkeypatch):
     assert result.manifest["outputs"]["analysis"] == "failed: ValueError: decomposer bug"
     assert json.loads((tmp_path / "run" / "manifest.json").read_text())["outputs"] == result.manifest["outputs"]
     assert (tmp_path / "run" / "trace.json.gz").is_file()
+
+
+def test_weights_larger_than_free_memory_are_refused():
+    from taxbreak.capture.models import PRESETS
+
+    runner.check_memory(PRESETS["gpt2"], "float32", "cpu", available_bytes=10 * 2**30)
+    with pytest.raises(CaptureError) as err:
+        runner.check_memory(PRESETS["olmoe-1b-7b"], "bfloat16", "cpu", available_bytes=8 * 2**30)
+    assert err.value.code == "capture.failed" and "12.9 GiB" in err.value.message
+    assert "--tiny" in err.value.hint

@@ -55,6 +55,14 @@ def test_second_load_is_served_from_the_cache_and_equal(trace):
     assert cache.cache_stats().entries == 1
 
 
+def test_entry_is_written_in_the_background_and_waited_for(trace):
+    cache.cached_load(trace, CountingParse())
+    cache.wait_for_writes()
+    entry = cache.parse_cache_dir() / cache.cache_key(trace)
+    assert (entry / cache.ENTRY_FILE).is_file()
+    assert not [p for p in cache.parse_cache_dir().iterdir() if p.name.startswith(".tmp-")]
+
+
 def test_changed_file_or_variant_misses(trace):
     parse = CountingParse()
     cache.cached_load(trace, parse)
@@ -92,6 +100,7 @@ def test_missing_path_goes_to_the_parser(tmp_path):
 def test_corrupt_entry_is_rebuilt_with_a_diagnostic(trace, damage):
     parse = CountingParse()
     cache.cached_load(trace, parse)
+    cache.wait_for_writes()
     entry = cache.parse_cache_dir() / cache.cache_key(trace)
     if damage == "truncate_parquet":
         target = entry / "device_activities.parquet"
@@ -112,6 +121,7 @@ def _store_once(args):
     trace, cache_root = args
     os.environ["TAXBREAK_CACHE_DIR"] = cache_root
     tables = cache.cached_load(Path(trace), _tables)
+    cache.wait_for_writes()
     return tables.device_activities.num_rows
 
 
@@ -132,12 +142,14 @@ def test_size_cap_evicts_least_recently_used(tmp_path, monkeypatch):
         p.write_text(str(i))
         paths.append(p)
         cache.cached_load(p, _tables)
+    cache.wait_for_writes()
     one_entry = cache.cache_stats().size_bytes // 3
     monkeypatch.setenv("TAXBREAK_CACHE_MAX_BYTES", str(int(one_entry * 2.5)))
     os.utime(cache.parse_cache_dir() / cache.cache_key(paths[0]) / cache.ENTRY_FILE, (1, 1))  # oldest use
     fourth = tmp_path / "r3.json"
     fourth.write_text("3")
     cache.cached_load(fourth, _tables)
+    cache.wait_for_writes()
     names = {e.name for e in cache.parse_cache_dir().iterdir()}
     assert cache.cache_key(paths[0]) not in names
     assert cache.cache_key(fourth) in names
@@ -147,11 +159,13 @@ def test_size_cap_evicts_least_recently_used(tmp_path, monkeypatch):
 def test_zero_cap_disables_writes(trace, monkeypatch):
     monkeypatch.setenv("TAXBREAK_CACHE_MAX_BYTES", "0")
     cache.cached_load(trace, _tables)
+    cache.wait_for_writes()
     assert cache.cache_stats().entries == 0
 
 
 def test_clear_cache_removes_entries_and_reports_them(trace):
     cache.cached_load(trace, _tables)
+    cache.wait_for_writes()
     removed = cache.clear_cache()
     assert removed.entries == 1 and removed.size_bytes > 0
     assert cache.cache_stats().entries == 0
@@ -164,6 +178,7 @@ def test_environment_switch_turns_the_cache_off(trace, monkeypatch):
     cache.cached_load(trace, parse)
     assert parse.calls == 2 and cache.cache_stats().entries == 0
     cache.cached_load(trace, parse, use_cache=True)  # an explicit argument wins
+    cache.wait_for_writes()
     assert cache.cache_stats().entries == 1
 
 
@@ -173,6 +188,7 @@ def test_cache_cli_info_and_clear(trace):
     from taxbreak.cli.main import main
 
     cache.cached_load(trace, _tables)
+    cache.wait_for_writes()
     runner = CliRunner()
     shown = runner.invoke(main, ["cache", "info"])
     assert shown.exit_code == 0 and "1 entries" in shown.output
