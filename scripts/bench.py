@@ -21,6 +21,7 @@ Usage::
     python scripts/bench.py --sizes 100k,1m --repeat 3 --json bench.json
     python scripts/bench.py --sizes 10m --repeat 1 --no-hta
     python scripts/bench.py --sizes 1m --cprofile 1m      # where analyze spends its time
+    python scripts/bench.py --sizes 100k --stages 1m      # parse / analyze / cache writes, one process
 
 HTA in its own environment: HTA 0.5.0 fails under pandas 3 (``TypeError: Invalid value
 ... for dtype 'int16'`` in ``hta/common/trace.py`` ``transform_correlation_to_index``) and
@@ -59,6 +60,24 @@ print("hta_kernels", sum(len(df) for df in stats.values()), file=sys.stderr)
 """
 
 STARTUP_CODE = "import taxbreak.cli.main, taxbreak.scale.analysis_cache"
+
+STAGES_CODE = r"""
+import os, sys, tempfile, time, resource
+os.environ["TAXBREAK_CACHE_DIR"] = tempfile.mkdtemp()
+def peak(): return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+t = time.perf_counter()
+from taxbreak.readers import load_trace
+from taxbreak.decompose import analyze
+print(f"imports {time.perf_counter() - t:.2f} s, peak {peak():.0f} MiB")
+t = time.perf_counter(); tables = load_trace(sys.argv[1], use_cache=False)
+print(f"parse {time.perf_counter() - t:.2f} s, peak {peak():.0f} MiB")
+print("table MiB", {n: round(tables.table(n).nbytes / 2**20) for n in tables.counts()})
+t = time.perf_counter(); result = analyze(tables)
+print(f"analyze {time.perf_counter() - t:.2f} s, peak {peak():.0f} MiB")
+out = tempfile.mkdtemp()
+t = time.perf_counter(); tables.to_parquet(out + "/t"); print(f"tables.to_parquet {time.perf_counter() - t:.2f} s")
+t = time.perf_counter(); result.to_parquet(out + "/a"); print(f"analysis.to_parquet {time.perf_counter() - t:.2f} s")
+"""
 
 BUILD_CODE = r"""
 import sys
@@ -227,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hta-max-events", type=int, default=2_000_000,
                         help="skip HTA above this size (it needs ~1.3 GB RSS per 1M events)")
     parser.add_argument("--cprofile", help="also profile a cold analyze at this size")
+    parser.add_argument("--stages", help="also time parse / analyze / cache writes in one process at this size")
     parser.add_argument("--json", help="write all results here")
     parser.add_argument("--render", nargs="+", metavar="JSON", help="only print the table of saved results")
     args = parser.parse_args(argv)
@@ -257,6 +277,12 @@ def main(argv: list[str] | None = None) -> int:
         n = SIZES.get(args.cprofile.lower()) or int(args.cprofile)
         report["cprofile"] = cprofile(build_trace(work, n, not args.no_gzip), work)
         print(report["cprofile"], file=sys.stderr)
+    if args.stages:
+        n = SIZES.get(args.stages.lower()) or int(args.stages)
+        trace = build_trace(work, n, not args.no_gzip)
+        report["stages"] = subprocess.run([sys.executable, "-c", STAGES_CODE, str(trace)],
+                                          capture_output=True, text=True).stdout
+        print(report["stages"], file=sys.stderr)
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1))
     print(render(results, host))

@@ -247,7 +247,7 @@ def profile_mixed(config, mixed: MixedConfig, out_dir=None, progress=None):
     cfg = replace(config, batch_size=1, seq_len=mixed.tokens).resolved()
     report = progress or (lambda event: None)
     report(runner.ProgressEvent("build", 0, 1))
-    model = runner._Model(cfg)
+    model = runner.LoadedModel(cfg)
     batch = random_batch(model.spec.vocab, mixed.tokens, mixed.decode_share, mixed.decode_context, cfg.seed)
     _check_mixed_positions(model, batch)
     report(runner.ProgressEvent("build", 1, 1))
@@ -255,11 +255,11 @@ def profile_mixed(config, mixed: MixedConfig, out_dir=None, progress=None):
     run_dir.mkdir(parents=True, exist_ok=True)
     steps = cfg.new_tokens
     for rep in range(cfg.warmup):
-        runner._guard(lambda: run_mixed_steps(model.module, batch, steps, cfg.device, run_marker=False))
+        runner.guard_workload(lambda: run_mixed_steps(model.module, batch, steps, cfg.device, run_marker=False))
         report(runner.ProgressEvent("warmup", rep + 1, cfg.warmup))
     trace_path, traced_ms, info = _record(cfg, model, batch, steps, run_dir, report)
     manifest = mf.build_manifest(cfg, model.name, model.spec, model.parameters, trace_path, info,
-                                 runner.overhead([], traced_ms, steps))
+                                 mf.capture_overhead([], traced_ms, steps))
     manifest.update(_mixed_block(batch, steps, traced_ms))
     mf.write_json(run_dir / mf.MANIFEST, manifest)
     report(runner.ProgressEvent("analyze", 0, 1))
@@ -293,7 +293,7 @@ def _record(cfg, model, batch: MixedBatch, steps: int, run_dir, report):
     with torch_profile(activities=activities, record_shapes=True, with_stack=cfg.with_stack) as prof:
         for rep in range(cfg.runs):
             start = time.perf_counter_ns()
-            runner._guard(lambda: run_mixed_steps(model.module, batch, steps, cfg.device))
+            runner.guard_workload(lambda: run_mixed_steps(model.module, batch, steps, cfg.device))
             traced_ms.append((time.perf_counter_ns() - start) / 1e6)
             report(runner.ProgressEvent("record", rep + 1, cfg.runs))
     trace_path = run_dir / "trace.json.gz"

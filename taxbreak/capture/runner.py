@@ -121,7 +121,7 @@ class RunResult:
     analysis: object | None = None
 
 
-class _Model:
+class LoadedModel:
     """The built model with what the manifest needs to say about it."""
 
     def __init__(self, cfg: ProfileConfig) -> None:
@@ -228,15 +228,15 @@ def _profile(cfg: ProfileConfig, out_dir, report) -> RunResult:
     if cfg.backend == "nsys":
         require_nsys()
     report(ProgressEvent("build", 0, 1))
-    model = _guard(lambda: _Model(cfg))
+    model = guard_workload(lambda: LoadedModel(cfg))
     _check_positions(cfg, model.name, model.max_positions)
     report(ProgressEvent("build", 1, 1))
     run_dir = Path(out_dir) if out_dir else mf.default_run_dir(model.name)
     run_dir.mkdir(parents=True, exist_ok=True)
     input_ids = _prompt(cfg, model)
-    _guard(lambda: timed_runs(model.module, input_ids, cfg.new_tokens, cfg.warmup,
+    guard_workload(lambda: timed_runs(model.module, input_ids, cfg.new_tokens, cfg.warmup,
                               lambda k: report(ProgressEvent("warmup", k, cfg.warmup))))
-    base_ms = _guard(lambda: timed_runs(model.module, input_ids, cfg.new_tokens, cfg.overhead_reps,
+    base_ms = guard_workload(lambda: timed_runs(model.module, input_ids, cfg.new_tokens, cfg.overhead_reps,
                                         lambda k: report(ProgressEvent("baseline", k, cfg.overhead_reps))))
     if cfg.backend == "nsys":
         trace_path, traced_ms, profiler_info = _capture_nsys(cfg, run_dir, report)
@@ -253,7 +253,7 @@ def _profile(cfg: ProfileConfig, out_dir, report) -> RunResult:
     return RunResult(run_dir=run_dir, manifest=manifest, analysis=derived.analysis)
 
 
-def _prompt(cfg: ProfileConfig, model: _Model) -> torch.Tensor:
+def _prompt(cfg: ProfileConfig, model: LoadedModel) -> torch.Tensor:
     vocab = model.spec.vocab if model.spec else model.module.model.config.vocab_size
     gen = torch.Generator().manual_seed(cfg.seed)
     return torch.randint(0, vocab, (cfg.batch_size, cfg.seq_len), generator=gen).to(cfg.device)
@@ -267,7 +267,7 @@ def _check_positions(cfg: ProfileConfig, name: str, max_positions: int | None) -
                            hint=f"lower --seq-len or --new-tokens (at most {max_positions} positions)")
 
 
-def _guard(fn):
+def guard_workload(fn):
     """Workload failures (shape errors, out of memory) become ``capture.failed``."""
     try:
         return fn()
@@ -276,7 +276,7 @@ def _guard(fn):
                            hint="try a smaller --batch-size/--seq-len or --tiny") from err
 
 
-def _capture_torch(cfg: ProfileConfig, model: _Model, input_ids, run_dir: Path, report):
+def _capture_torch(cfg: ProfileConfig, model: LoadedModel, input_ids, run_dir: Path, report):
     """Record ``cfg.runs`` runs in one torch.profiler trace; return (path, run times, info)."""
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as torch_profile
@@ -286,7 +286,7 @@ def _capture_torch(cfg: ProfileConfig, model: _Model, input_ids, run_dir: Path, 
         activities.append(ProfilerActivity.CUDA)
     markers.reset_counters()
     with torch_profile(activities=activities, record_shapes=True, with_stack=cfg.with_stack) as prof:
-        traced_ms = _guard(lambda: timed_runs(model.module, input_ids, cfg.new_tokens, cfg.runs,
+        traced_ms = guard_workload(lambda: timed_runs(model.module, input_ids, cfg.new_tokens, cfg.runs,
                                               lambda k: report(ProgressEvent("record", k, cfg.runs))))
     report(ProgressEvent("export", 0, 1))
     trace_path = run_dir / "trace.json.gz"
@@ -357,7 +357,7 @@ def _nsys_worker(config_path: str) -> None:
     cfg = ProfileConfig(**json.loads(Path(config_path).read_text()))
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    model = _Model(cfg)
+    model = LoadedModel(cfg)
     input_ids = _prompt(cfg, model)
     timed_runs(model.module, input_ids, cfg.new_tokens, cfg.warmup)
     cuda = str(cfg.device).startswith("cuda")

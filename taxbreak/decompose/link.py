@@ -53,7 +53,7 @@ def link(views: Views, is_marker: np.ndarray, diags: Diagnostics) -> Links:
     api_op = _api_to_aten(views)
     torch_level = ((host.kind == "python") | ((host.kind == "op") & ~host.is_aten)
                    | ((host.kind == "annotation") & ~is_marker))
-    roots = _root_atens(views)
+    roots = root_atens(views)
     op_root = _aten_roots(views, api_op, roots)
     op_torch, py_origin = _aten_to_torch(views, api_op, op_root, torch_level, roots)
     is_lib = api.kind == "library"
@@ -105,7 +105,7 @@ def _by_external_id(views: Views, aten: np.ndarray) -> np.ndarray:
     return found
 
 
-def _root_atens(views: Views) -> np.ndarray:
+def root_atens(views: Views) -> np.ndarray:
     """Host indices of the outermost aten:: ops (no aten:: op encloses them), sorted by (lane, start)."""
     host = views.host
     aten = np.flatnonzero(host.is_aten)

@@ -25,7 +25,8 @@ SUMMARY_KEYS = (
     "gpu_idle_us", "tklqt_us", "framework_us", "framework_python_us", "framework_dispatch_us", "library_us",
     "launch_floor_us", "launch_residual_us", "orchestration_us", "hdbi", "floor_us", "floor_source",
     "t_dispatch_base_us", "library_measured_us", "kernel_diversity", "tokens", "kernels_per_token",
-    "orchestration_us_per_token", "framework_us_per_token", "device_active_us_per_token",
+    "orchestration_us_per_token", "framework_us_per_token", "device_active_us_per_token", "aten_ops",
+    "aten_ops_per_token",
     *HOST_KEYS.values(), "exposed_orchestration_us", "hidden_orchestration_us", "steps",
 )
 
@@ -53,7 +54,8 @@ class Grouping:
     library_g: np.ndarray  # per outermost library range
     library_ns: np.ndarray  # its duration
     steps: dict  # group -> number of steps in it
-    tokens: int | None
+    tokens: int | float | dict | None  # one count for every group, or {group: count}
+    aten_root_g: np.ndarray  # per outermost ATen op invocation (measurable without a GPU)
 
 
 def _us(ns) -> float | None:
@@ -85,7 +87,8 @@ def grouped_metrics(kernels: pd.DataFrame, partition: pd.DataFrame, grouping: Gr
         row.update(_device(c, busy_d.get(g), ctx))
         row.update(_components(c, sums_d.get(g), ctx))
         row["library_measured_us"] = _us(lib.get(g, 0)) if ctx.has_library_ranges else None
-        row.update(_tokens(row, grouping.tokens))
+        tokens = grouping.tokens.get(g) if isinstance(grouping.tokens, dict) else grouping.tokens
+        row.update(_tokens(row, tokens))
         row.update(_host(host_d.get(g)))
         row["steps"] = int(grouping.steps.get(g, 0))
         out[g] = {key: row[key] for key in SUMMARY_KEYS}
@@ -108,6 +111,7 @@ def _counts(k: pd.DataFrame, kern: pd.DataFrame, grouping: Grouping) -> pd.DataF
         "orphans": k["launch_start_ns"].isna().groupby(k["_g"]).sum(),
         "launches": pd.Series(1, index=grouping.launch_g).groupby(level=0).sum(),
         "orphan_launches": pd.Series(1, index=grouping.orphan_g).groupby(level=0).sum(),
+        "aten_ops": pd.Series(1, index=grouping.aten_root_g).groupby(level=0).sum(),
     })
     return frame.fillna(0).astype(np.int64)
 
@@ -133,6 +137,7 @@ def _base(c, g, grouping: Grouping, ctx: Context) -> dict:
     return {"kernels": 0 if zero else int(c["kernels"]), "launches": 0 if zero else int(c["launches"]),
             "orphan_kernels": 0 if zero else int(c["orphans"]),
             "orphan_launches": 0 if zero else int(c["orphan_launches"]),
+            "aten_ops": 0 if zero else int(c["aten_ops"]),
             "floor_us": ctx.floor.floor_us, "floor_source": ctx.floor.source,
             "t_dispatch_base_us": _us(ctx.dispatch_base_ns),
             "kernel_diversity": round(c["names"] / c["kernels"], 6) if not zero and c["kernels"] else None}
@@ -166,7 +171,8 @@ def _tokens(row: dict, tokens: int | None) -> dict:
             "kernels_per_token": _per(row["kernels"] if row["device_active_us"] is not None else None, tokens),
             "orchestration_us_per_token": _per(row["orchestration_us"], tokens),
             "framework_us_per_token": _per(row["framework_us"], tokens),
-            "device_active_us_per_token": _per(row["device_active_us"], tokens)}
+            "device_active_us_per_token": _per(row["device_active_us"], tokens),
+            "aten_ops_per_token": _per(row["aten_ops"], tokens)}
 
 
 def _host(h) -> dict:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
+
 # Every key of a summary metric dict (docs/architecture.md, docs/method.md).
 METRIC_KEYS: tuple[str, ...] = (
     "kernels", "launches", "orphan_kernels", "orphan_launches",
@@ -60,8 +62,8 @@ PHASES: tuple[str, ...] = ("prefill", "decode", "mixed", "unknown")
 
 
 def is_missing(value) -> bool:
-    """True for ``None`` and NaN (pandas turns ``None`` into NaN in float columns)."""
-    if value is None:
+    """True for ``None``, ``pd.NA`` and NaN (pandas turns ``None`` into NaN in float columns)."""
+    if value is None or value is pd.NA:
         return True
     try:
         return math.isnan(float(value))

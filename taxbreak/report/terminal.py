@@ -18,6 +18,17 @@ PHASE_COLUMNS = [
     ("gpu_idle_us", "GPU idle µs", "{:,.1f}"),
 ]
 
+# Without device activity the GPU columns would all read n/a: show what the
+# host measured instead (steps, ATen ops per token, the host partition).
+HOST_PHASE_COLUMNS = [
+    ("steps", "steps", "{:,}"),
+    ("aten_ops", "ATen ops", "{:,}"),
+    ("aten_ops_per_token", "ATen ops/token", "{:,.1f}"),
+    ("host_wall_us", "host wall µs", "{:,.1f}"),
+    ("host_python_us", "Python µs", "{:,.1f}"),
+    ("host_dispatch_us", "ATen µs", "{:,.1f}"),
+]
+
 SHARE_ROWS = [
     ("framework_python_us", "ΔFT Python (T_py)"),
     ("framework_dispatch_us", "ΔFT ATen dispatch"),
@@ -61,18 +72,27 @@ def render_header(summary: dict, console: Console) -> None:
                       "holds the ops' own compute, since there is no device to hand it to.")
 
 
+def has_device(summary: dict) -> bool:
+    return summary["all"].get("device_active_us") is not None
+
+
 def render_phases(summary: dict, console: Console) -> None:
-    table = Table(title="Per phase (µs; n/a = not measured)", title_justify="left")
+    columns = PHASE_COLUMNS if has_device(summary) else HOST_PHASE_COLUMNS
+    title = "Per phase (µs; n/a = not measured)" if has_device(summary) else "Per phase, host side (µs)"
+    table = Table(title=title, title_justify="left")
     table.add_column("phase")
-    for _, label, _ in PHASE_COLUMNS:
+    for _, label, _ in columns:
         table.add_column(label, justify="right")
     rows = [("all", summary["all"])] + list(summary["phases"].items())
     for name, metrics in rows:
-        table.add_row(name, *[fmt(metrics[key], pattern) for key, _, pattern in PHASE_COLUMNS])
+        table.add_row(name, *[fmt(metrics.get(key), pattern) for key, _, pattern in columns])
     console.print(table)
 
 
 def render_shares(s: dict, console: Console) -> None:
+    if s.get("device_active_us") is None and s.get("orchestration_us") is None:
+        console.print("Orchestration components ΔFT/ΔCT/ΔKT: n/a (they are per kernel; the trace has none)")
+        return
     table = Table(title="Orchestration components (whole trace)", title_justify="left")
     table.add_column("component")
     table.add_column("µs", justify="right")
@@ -106,6 +126,13 @@ def render_host_partition(s: dict, console: Console) -> None:
 def render_top_ops(ops, console: Console, top: int) -> None:
     if ops is None or len(ops) == 0 or top <= 0:
         return
+    if (ops["kernels"] > 0).any():
+        _render_top_ops_orchestration(ops, console, top)
+    else:
+        _render_top_ops_host(ops, console, top)
+
+
+def _render_top_ops_orchestration(ops, console: Console, top: int) -> None:
     table = Table(title=f"Top {top} ATen ops by orchestration time", title_justify="left")
     for col in ("op", "calls", "kernels", "T_orch µs", "ΔFT µs", "ΔCT µs", "device µs"):
         table.add_column(col, justify="left" if col == "op" else "right")
@@ -113,6 +140,20 @@ def render_top_ops(ops, console: Console, top: int) -> None:
         table.add_row(str(row["op_name"]), f"{row['calls']:,}", f"{row['kernels']:,}",
                       fmt(_num(row["orchestration_us"])), fmt(_num(row["ft_us"])), fmt(_num(row["ct_us"])),
                       fmt(_num(row["device_active_us"])))
+    console.print(table)
+
+
+def _render_top_ops_host(ops, console: Console, top: int) -> None:
+    """Without device activity: the outermost ATen ops by inclusive host time."""
+    rows = ops.sort_values("host_us", ascending=False, kind="stable").head(top)
+    table = Table(title=f"Top {top} ATen ops by host time (outermost calls, no device activity)",
+                  title_justify="left")
+    for col in ("op", "calls", "host µs", "µs/call"):
+        table.add_column(col, justify="left" if col == "op" else "right")
+    for row in rows.to_dict("records"):
+        per_call = row["host_us"] / row["root_calls"] if row["root_calls"] else None
+        table.add_row(str(row["op_name"]), f"{row['root_calls']:,}", fmt(_num(row["host_us"])),
+                      fmt(_num(per_call), "{:,.2f}"))
     console.print(table)
 
 
