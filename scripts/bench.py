@@ -27,9 +27,9 @@ HTA in its own environment: HTA 0.5.0 fails under pandas 3 (``TypeError: Invalid
 ... for dtype 'int16'`` in ``hta/common/trace.py`` ``transform_correlation_to_index``) and
 imports psutil without declaring it; it pulls jupyterlab but leaves torch alone::
 
-    python -m venv --system-site-packages .venv-hta
-    .venv-hta/bin/pip install holistictraceanalysis==0.5.0 psutil "pandas<3"
-    python scripts/bench.py --hta-python .venv-hta/bin/python
+    python -m venv --system-site-packages ~/.venvs/hta
+    ~/.venvs/hta/bin/pip install holistictraceanalysis==0.5.0 psutil "pandas<3"
+    python scripts/bench.py --hta-python ~/.venvs/hta/bin/python
 """
 from __future__ import annotations
 
@@ -181,7 +181,8 @@ def bench_hta(trace: Path, repeat: int, hta_python: str) -> dict:
 
 
 def find_hta_python(explicit: str | None) -> str | None:
-    candidates = [explicit] if explicit else [sys.executable, str(Path(".venv-hta/bin/python").resolve())]
+    default_venv = str(Path("~/.venvs/hta/bin/python").expanduser())
+    candidates = [explicit] if explicit else [sys.executable, default_venv]
     for python in candidates:
         if python and Path(python).exists():
             probe = subprocess.run([python, "-c", "import hta.trace_analysis"], capture_output=True)

@@ -39,6 +39,11 @@ def folder_options(fn):
     return fn
 
 
+def _json_scalar(value):
+    """NumPy scalars as Python numbers; anything else unserializable (pd.NA) as null."""
+    return value.item() if hasattr(value, "item") else None
+
+
 def _fmt(value, pattern: str) -> str:
     return "not measured" if value is None else pattern.format(value)
 
@@ -101,11 +106,12 @@ def run_folder(folder: str | Path, *, output: str | None = None, as_json: bool =
     result = analyze_many(find_traces(folder), workers=workers, on_error=on_error, floor_us=floor_us,
                           step_pattern=step_pattern, use_cache=use_cache, run_id=run_id,
                           export_dir=output if partitioned else None)
+    text = json.dumps(result.to_dict(), indent=1, default=_json_scalar) if (as_json or output) else ""
     if output and not partitioned:
         Path(output).mkdir(parents=True, exist_ok=True)
-        (Path(output) / "summary.json").write_text(json.dumps(result.to_dict(), indent=1))
+        (Path(output) / "summary.json").write_text(text)
     if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=1))
+        click.echo(text)
     else:
         Console(width=120).print(_table(result))
     _report_stderr(result, Console(stderr=True, width=120))

@@ -2,8 +2,9 @@
 
 The parse cache alone leaves the decomposition to redo on every run; for
 large traces that is most of the time (docs/performance.md, "Scale"). An
-entry here holds ``Analysis.to_parquet`` (kernels, steps, phases, ops,
-host_partition, summary.json) and is keyed by everything the result depends on:
+entry here holds the frames of an ``Analysis`` as Parquet (kernels, steps,
+phases, ops, host_partition) plus summary.json, and is keyed by everything the
+result depends on:
 
     the trace (absolute path, size, mtime_ns), a run directory's manifest (size, mtime_ns),
     floor_us, step_pattern, tokens, the floor cache (names, mtimes),
@@ -23,6 +24,8 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from .. import __version__
 from ..decompose import Analysis, analyze
@@ -104,10 +107,24 @@ def cached_analyze(path, floor_us: float | None = None, step_pattern: str | None
             return found
         corrupt = True
     result = analyze(path, floor_us=floor_us, step_pattern=step_pattern, tokens=tokens)
-    store_entry(entry, result.to_parquet, {"path": str(path)})
+    store_entry(entry, lambda folder: _write(result, folder), {"path": str(path)})
     if corrupt:
         result.tables.diagnostics.add("cache.corrupt_entry", 1, f"{entry} unreadable; analyzed {path} again")
     return result
+
+
+def _write(result: Analysis, folder: Path) -> None:
+    """The frames as Parquet and the summary as JSON, like ``Analysis.to_parquet``.
+
+    Written through pyarrow with LZ4 rather than ``DataFrame.to_parquet``: half
+    the time (0.15 s vs 0.29 s at 1 M events, 2.4 s at 10 M), and this write
+    is on the critical path of a cold ``analyze``.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in FRAMES:
+        table = pa.Table.from_pandas(getattr(result, name), preserve_index=False)
+        pq.write_table(table, folder / f"{name}.parquet", compression="lz4")
+    (folder / "summary.json").write_text(result.to_json())
 
 
 def _read(entry: Path, path) -> Analysis | None:

@@ -40,7 +40,7 @@ DIAGNOSTIC_CODES: dict[str, tuple[str, str]] = {
     "decompose.negative_interval": (WARNING, "a component interval was negative and clamped to 0"),
     "decompose.no_steps": (INFO, "no step markers; the whole trace is one step"),
     "decompose.graph_launch": (INFO, "kernels replayed from a CUDA graph share one launch"),
-    "cache.corrupt_entry": (INFO, "a parse-cache entry could not be read; the trace was parsed again"),
+    "cache.corrupt_entry": (INFO, "a cache entry (parsed tables or analysis) could not be read; it was computed again"),
     "scale.rank_from_order": (INFO, "trace without rank metadata; rank taken from file order"),
     "scale.duplicate_rank": (WARNING, "two traces in one folder report the same rank"),
     "scale.file_skipped": (DATA_LOSS, "a trace of a folder failed and was skipped (--on-error skip)"),

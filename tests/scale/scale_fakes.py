@@ -66,3 +66,10 @@ def fake_analyze(path, options) -> FakeAnalysis:
 
 def crash_analyze(path, options):
     raise RuntimeError("boom")
+
+
+def die_analyze(path, options):
+    """A worker killed mid-analysis (out of memory, a signal)."""
+    import os
+
+    os._exit(9)

@@ -113,3 +113,14 @@ def test_folder_detection(folder, tmp_path):
     with pytest.raises(TaxbreakError) as info:
         find_traces(tmp_path / "absent")
     assert info.value.code == "input.not_found"
+
+
+def test_a_killed_worker_is_reported_per_file_not_a_crash(folder):
+    from scale_fakes import die_analyze
+
+    result = analyze_many(find_traces(folder), workers=2, on_error="skip", analyze_fn=die_analyze)
+    assert [f.error["code"] for f in result.files] == ["scale.worker_failed", "scale.worker_failed"]
+    assert "worker process died" in result.files[0].error["message"]
+    with pytest.raises(TaxbreakError) as info:
+        analyze_many(find_traces(folder), workers=2, on_error="fail", analyze_fn=die_analyze)
+    assert info.value.code == "scale.worker_failed" and info.value.path.endswith(".json")
