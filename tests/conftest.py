@@ -12,9 +12,13 @@ SHARED_TRACES = Path(os.environ.get("TAXBREAK_SHARED_TRACES", REPO_ROOT.parent /
 
 
 def shared_trace_paths(suffixes=(".json", ".json.gz", ".sqlite")) -> list[Path]:
-    """Every real trace under ../shared/traces with one of ``suffixes``."""
+    """Every real trace under ../shared/traces with one of ``suffixes``.
+
+    A missing folder is an error, not an empty list: tests parametrized over
+    the real traces must never pass by collecting nothing.
+    """
     if not SHARED_TRACES.is_dir():
-        return []
+        raise FileNotFoundError(f"real traces expected at {SHARED_TRACES} (set TAXBREAK_SHARED_TRACES)")
     return sorted(p for p in SHARED_TRACES.rglob("*") if p.is_file() and p.name.endswith(tuple(suffixes)))
 
 
