@@ -105,7 +105,7 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
     meta = _meta(tables, source, steps, floor, ctx, passes)
     summary = {"all": all_dict, "phases": phase_dicts, "steps": step_dicts, "meta": meta,
                "diagnostics": diags.as_dict()}
-    return Analysis(kernels, steps_df, phases_df, build_ops(views, kernels), partition, summary, tables)
+    return Analysis(kernels, steps_df, phases_df, build_ops(views, kernels, links.roots), partition, summary, tables)
 
 
 def _manifest_gpu(manifest: dict | None) -> str | None:

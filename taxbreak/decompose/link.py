@@ -42,6 +42,7 @@ class Links:
     api_has_device: np.ndarray  # api -> bool, launched any device activity
     has_torch_level: bool  # the trace has python frames or torch-level ops at all
     has_library_ranges: bool
+    roots: np.ndarray  # host indices of the outermost aten:: ops, by (lane, start) (``root_atens``)
 
 
 def link(views: Views, is_marker: np.ndarray, diags: Diagnostics) -> Links:
@@ -60,7 +61,7 @@ def link(views: Views, is_marker: np.ndarray, diags: Diagnostics) -> Links:
     api_library = _enclosing(views, is_lib, np.flatnonzero(~is_lib))
     _count(views, dev_api, api_op, op_torch, api_has_device, bool(torch_level.any()), diags)
     return Links(dev_api, api_op, op_torch, op_root, py_origin, api_library, api_has_device,
-                 bool(torch_level.any()), bool(is_lib.any()))
+                 bool(torch_level.any()), bool(is_lib.any()), roots)
 
 
 def _device_to_api(views: Views) -> np.ndarray:

@@ -27,8 +27,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .intervals import covered_before, dense_pairs, sorted_unique, union_intervals
-from .steps import Steps
+from ..trace.nesting import lane_clock
+from .intervals import covered_before, sorted_unique, union_intervals
+from .steps import BETWEEN, Steps
 from .views import LAUNCH_API_KINDS, Views
 
 LABELS = ("untraced", "python", "dispatch", "library", "other_api", "sync", "launch_api")
@@ -81,19 +82,18 @@ def host_partition(views: Views, marker: np.ndarray, steps: Steps,
     sl = np.repeat(np.arange(views.n_lanes), len(step_b))
     st = np.tile(step_b, views.n_lanes)
     inside = (st > lo[sl]) & (st < hi[sl])
-    p_lane = np.concatenate([lane, lane, np.arange(views.n_lanes), np.arange(views.n_lanes), sl[inside]])
-    p_time = np.concatenate([start, end, lo, hi, st[inside]])
-    values = sorted_unique(p_time)
-    width = np.int64(len(values) + 1)
-    p_key = p_lane * width + np.searchsorted(values, p_time)
-    keys = sorted_unique(p_key)
-    seg_lane = keys[:-1] // width
-    ok = seg_lane == keys[1:] // width
+    clock = lane_clock(views.n_lanes, [start, end, lo, hi])
     n_iv = len(start)
-    label = _labels(keys, p_key[:n_iv], p_key[n_iv:2 * n_iv], cat)[:-1][ok]
-    k0, k1, seg_lane = keys[:-1][ok], keys[1:][ok], seg_lane[ok]
-    t0, t1 = values[k0 % width], values[k1 % width]
-    return _aggregate(views, seg_lane, steps.assign(t0), t0, t1, label, busy)
+    p_key = np.concatenate([clock.key(lane, start), clock.key(lane, end), clock.key(np.arange(views.n_lanes), lo),
+                            clock.key(np.arange(views.n_lanes), hi), clock.key(sl[inside], st[inside])])
+    del lane, start, end, sl, st
+    keys = sorted_unique(p_key)
+    label = _labels(keys, p_key[:n_iv], p_key[n_iv:2 * n_iv], cat)[:-1]
+    del p_key
+    seg_lane, t = clock.split(keys)
+    ok = seg_lane[:-1] == seg_lane[1:]
+    t0, t1 = t[:-1][ok], t[1:][ok]
+    return _aggregate(views, seg_lane[:-1][ok], steps, t0, t1, label[ok], busy)
 
 
 def _labels(keys: np.ndarray, s_key: np.ndarray, e_key: np.ndarray, cat: np.ndarray) -> np.ndarray:
@@ -105,7 +105,7 @@ def _labels(keys: np.ndarray, s_key: np.ndarray, e_key: np.ndarray, cat: np.ndar
     n = len(keys)
     s_pos = np.searchsorted(keys, s_key)
     e_pos = np.searchsorted(keys, e_key)
-    label = np.zeros(n, dtype=np.int64)
+    label = np.zeros(n, dtype=np.int8)
     for c in range(1, len(LABELS)):
         sel = cat == c
         delta = np.bincount(s_pos[sel], minlength=n) - np.bincount(e_pos[sel], minlength=n)
@@ -113,33 +113,32 @@ def _labels(keys: np.ndarray, s_key: np.ndarray, e_key: np.ndarray, cat: np.ndar
     return label
 
 
-def _aggregate(views: Views, seg_lane, seg_step, t0, t1, label, busy) -> pd.DataFrame:
-    """Sum segment durations per (lane, step) and label with ``np.bincount``."""
-    dur = t1 - t0
-    work = HOST_WORK[label]
-    hidden = (covered_before(busy[0], busy[1], t1) - covered_before(busy[0], busy[1], t0)) * work
-    exposed = dur * work - hidden
-    group, g_lane, g_step = dense_pairs(seg_lane, seg_step)
-    n = len(g_lane)
-    out = pd.DataFrame({"pid": views.lane_pid[g_lane], "tid": views.lane_tid[g_lane], "step": g_step})
+def _aggregate(views: Views, seg_lane, steps: Steps, t0, t1, label, busy) -> pd.DataFrame:
+    """Sum segment durations per (lane, step) and label, sorted by (lane, step)."""
+    step_ids = sorted_unique(np.append(steps.table["step"].to_numpy(np.int64), BETWEEN))
+    # one sort by the packed (lane, step rank) key; every sum is a reduceat over it
+    group_key = seg_lane * np.int64(len(step_ids)) + np.searchsorted(step_ids, steps.assign(t0))
+    order = np.argsort(group_key, kind="stable")
+    g_key = group_key[order]
+    first = np.flatnonzero(np.concatenate([[True], g_key[1:] != g_key[:-1]])) if len(g_key) else g_key
+    g_lane, g_rank = np.divmod(g_key[first], np.int64(len(step_ids)))
+    dur, lab = (t1 - t0)[order], label[order]
+    work = HOST_WORK[lab]
+    hidden = (covered_before(busy[0], busy[1], t1[order]) - covered_before(busy[0], busy[1], t0[order])) * work
+    out = pd.DataFrame({"pid": views.lane_pid[g_lane], "tid": views.lane_tid[g_lane], "step": step_ids[g_rank]})
     for i, name in enumerate(LABELS):
-        sel = label == i
-        out[COLUMNS[name]] = _int_sums(group[sel], dur[sel], n)
-    out["host_wall_ns"] = _int_sums(group, dur, n)
-    out["exposed_orchestration_ns"] = _int_sums(group, exposed, n)
-    out["hidden_orchestration_ns"] = _int_sums(group, hidden, n)
+        out[COLUMNS[name]] = _sums(np.where(lab == i, dur, 0), first)
+    out["host_wall_ns"] = _sums(dur, first)
+    out["exposed_orchestration_ns"] = _sums(dur * work - hidden, first)
+    out["hidden_orchestration_ns"] = _sums(hidden, first)
     return out
 
 
-def _int_sums(group: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
-    """Exact int64 sums per group (``np.bincount`` would go through float64)."""
-    order = np.argsort(group, kind="stable")
-    g, v = group[order], values[order].astype(np.int64)
-    sums = np.zeros(n, dtype=np.int64)
-    if len(g):
-        starts = np.flatnonzero(np.concatenate([[True], g[1:] != g[:-1]]))
-        sums[g[starts]] = np.add.reduceat(v, starts)
-    return sums
+def _sums(values: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """Exact int64 sums of the runs starting at ``first`` (``np.bincount`` would go through float64)."""
+    if len(first) == 0:
+        return np.zeros(0, np.int64)
+    return np.add.reduceat(values.astype(np.int64), first)
 
 
 def _empty() -> pd.DataFrame:

@@ -1,7 +1,7 @@
 """Summaries per step, per phase and for the whole trace, plus the per-op table."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -21,6 +21,7 @@ class ScopeInputs:
     partition: pd.DataFrame
     steps: Steps
     ctx: Context
+    _api: "_ApiSteps | None" = field(default=None, repr=False)  # computed once, shared by step/phase tables
 
 
 @dataclass
@@ -35,6 +36,12 @@ class _ApiSteps:
 
 
 def _api_steps(inp: ScopeInputs) -> _ApiSteps:
+    if inp._api is None:
+        inp._api = _compute_api_steps(inp)
+    return inp._api
+
+
+def _compute_api_steps(inp: ScopeInputs) -> _ApiSteps:
     api = inp.views.api
     step = inp.steps.assign(api.start_ns)
     is_launch = np.isin(api.kind, LAUNCH_API_KINDS)
@@ -42,7 +49,7 @@ def _api_steps(inp: ScopeInputs) -> _ApiSteps:
     lib = np.flatnonzero(api.kind == "library")
     depth, _ = nesting(api.lane[lib], api.start_ns[lib], api.end_ns[lib] - api.start_ns[lib])
     outer = lib[depth == 0]  # nested library calls are inside their caller's range already
-    roots = root_atens(inp.views)
+    roots = inp.links.roots
     return _ApiSteps(step[is_launch], step[orphan], step[outer], api.end_ns[outer] - api.start_ns[outer],
                      inp.steps.assign(inp.views.host.start_ns[roots]))
 
@@ -118,12 +125,12 @@ def _phase_tokens(tokens, per_phase: dict, n_steps: int) -> dict | None:
     return {p: int(v) if float(v).is_integer() else round(v, 6) for p, v in shares.items()}
 
 
-def build_ops(views: Views, kernels: pd.DataFrame) -> pd.DataFrame:
+def build_ops(views: Views, kernels: pd.DataFrame, roots: np.ndarray | None = None) -> pd.DataFrame:
     """One row per ATen op name: calls, kernels and component sums in µs, by orchestration time.
 
     ``host_us`` is the inclusive host time of the op's outermost invocations
     (``root_calls``): measurable without a GPU (on a CPU run it includes the
-    op's own compute).
+    op's own compute). ``roots`` are ``Links.roots`` when already known.
     """
     host = views.host
     calls = pd.Series(host.name[host.is_aten]).value_counts()
@@ -131,7 +138,7 @@ def build_ops(views: Views, kernels: pd.DataFrame) -> pd.DataFrame:
     k["op_name"] = k["op_name"].astype(object).where(k["op_name"].notna(), "(no aten op)")
     cols = ["t_py_ns", "ft_ns", "ft_python_ns", "ft_dispatch_ns", "ct_ns", "kt_floor_ns", "kt_residual_ns", "dur_ns"]
     g = k.groupby("op_name")[cols].sum(min_count=1)
-    roots = _root_host_time(views)
+    roots = _root_host_time(views, root_atens(views) if roots is None else roots)
     names = g.index.union(roots.index)
     out = pd.DataFrame({"op_name": names, "calls": calls.reindex(names).fillna(0).astype(np.int64).to_numpy(),
                         "root_calls": roots["root_calls"].reindex(names).fillna(0).astype(np.int64).to_numpy(),
@@ -148,10 +155,9 @@ def build_ops(views: Views, kernels: pd.DataFrame) -> pd.DataFrame:
                            na_position="last").reset_index(drop=True)
 
 
-def _root_host_time(views: Views) -> pd.DataFrame:
+def _root_host_time(views: Views, roots: np.ndarray) -> pd.DataFrame:
     """Calls and inclusive host ns of the outermost invocations of each ATen op name."""
     host = views.host
-    roots = root_atens(views)
     frame = pd.DataFrame({"name": host.name[roots], "ns": host.end_ns[roots] - host.start_ns[roots]})
     grouped = frame.groupby("name")["ns"]
     return pd.DataFrame({"root_calls": grouped.size(), "host_ns": grouped.sum()})

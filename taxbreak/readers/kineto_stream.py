@@ -16,7 +16,9 @@ the truncated tail. Valid files never need the whole JSON in memory.
 """
 from __future__ import annotations
 
+import queue
 import re
+import threading
 import zlib
 from pathlib import Path
 from typing import Iterator
@@ -27,6 +29,7 @@ from .kineto_events import CHUNK_BYTES, decode_chunk, find_events_array
 from .kineto_io import GZIP_MAGIC
 
 BLOCK_BYTES = 1 << 20
+_AHEAD_BLOCKS = 4  # inflated blocks (~2 MB each) the inflate thread may run ahead
 _CUT = re.compile(rb"\}\s*,\s*\{")
 _TRAILING = re.compile(r"trailing characters \(byte (\d+)\)")
 
@@ -36,7 +39,11 @@ class StreamFallback(Exception):
 
 
 def iter_blocks(path: Path) -> Iterator[bytes]:
-    """The uncompressed bytes of ``path`` in blocks (gzip inflated on the fly)."""
+    """The uncompressed bytes of ``path`` in blocks (gzip inflated on the fly).
+
+    Gzip is inflated in a background thread (:func:`_inflate_ahead`): zlib
+    releases the GIL, so on a second core inflating overlaps with decoding.
+    """
     with path.open("rb") as fh:
         head = fh.read(2)
         fh.seek(0)
@@ -44,17 +51,63 @@ def iter_blocks(path: Path) -> Iterator[bytes]:
             while block := fh.read(BLOCK_BYTES):
                 yield block
             return
-        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        while block := fh.read(BLOCK_BYTES // 4):
-            try:
-                yield inflater.decompress(block)
-            except zlib.error as err:
-                raise StreamFallback(str(err)) from err
-            if inflater.eof:
-                if inflater.unused_data.strip(b"\x00") or fh.read(1):
-                    raise StreamFallback("data after the gzip member")  # multi-member: whole-buffer path
-                return
-        raise StreamFallback("the gzip stream ends early")
+        yield from _inflate_ahead(fh)
+
+
+def _inflate_blocks(fh) -> Iterator[bytes]:
+    """Inflate one gzip member block by block; anything else is a :class:`StreamFallback`."""
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    while block := fh.read(BLOCK_BYTES // 4):
+        try:
+            yield inflater.decompress(block)
+        except zlib.error as err:
+            raise StreamFallback(str(err)) from err
+        if inflater.eof:
+            if inflater.unused_data.strip(b"\x00") or fh.read(1):
+                raise StreamFallback("data after the gzip member")  # multi-member: whole-buffer path
+            return
+    raise StreamFallback("the gzip stream ends early")
+
+
+_DONE = object()
+
+
+def _inflate_ahead(fh, depth: int = _AHEAD_BLOCKS) -> Iterator[bytes]:
+    """:func:`_inflate_blocks` run in a thread, at most ``depth`` blocks ahead
+    (bounded memory); its exception is re-raised here, in the reader's thread."""
+    blocks: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for block in _inflate_blocks(fh):
+                if not _put(blocks, block, stop):
+                    return
+            _put(blocks, _DONE, stop)
+        except BaseException as err:  # handed to the reader thread, raised there
+            _put(blocks, err, stop)
+
+    worker = threading.Thread(target=produce, name="taxbreak-inflate", daemon=True)
+    worker.start()
+    try:
+        while (item := blocks.get()) is not _DONE:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:  # also when the reader stops early: release the thread before the file closes
+        stop.set()
+        worker.join()
+
+
+def _put(blocks: queue.Queue, item, stop: threading.Event) -> bool:
+    """Put unless the reader has stopped listening; False when it has."""
+    while not stop.is_set():
+        try:
+            blocks.put(item, timeout=0.05)
+            return True
+        except queue.Full:
+            continue
+    return False
 
 
 class EventStream:

@@ -257,6 +257,14 @@ def diagnostics_section(summary: dict) -> Markup:
     return join([counts, tag("table", head, *rows)])
 
 
+def advice_section(summary: dict) -> Markup:
+    """The next optimization target (rules in taxbreak/report/advice.py)."""
+    from .advice import advise
+
+    items = [tag("li", tag("b", item.finding), tag("br"), "→ " + item.action) for item in advise(summary)]
+    return tag("ul", *items)
+
+
 def render_html(analysis, manifest: dict | None = None, title: str | None = None) -> str:
     """The whole report as one HTML string (see module docstring).
 
@@ -267,6 +275,7 @@ def render_html(analysis, manifest: dict | None = None, title: str | None = None
     """
     summary = _summary(analysis)
     body = join([header(analysis, manifest, title), cards(summary.get("all") or {}),
+                 tag("h2", "What to do"), advice_section(summary),
                  tag("h2", "Orchestration components vs device-active time, per phase"), phase_section(summary),
                  tag("h2", "Per step"), steps_section(summary),
                  tag("h2", "Timeline of a representative step"), timeline_section(analysis),

@@ -8,14 +8,14 @@ NA = "n/a"  # not measured: never shown as 0
 
 PHASE_COLUMNS = [
     ("kernels", "kernels", "{:,}"),
-    ("device_active_us", "device µs", "{:,.1f}"),
-    ("framework_us", "ΔFT µs", "{:,.1f}"),
-    ("library_us", "ΔCT µs", "{:,.1f}"),
-    ("launch_floor_us", "N·T_sys µs", "{:,.1f}"),
-    ("orchestration_us", "T_orch µs", "{:,.1f}"),
+    ("device_active_us", "device\nµs", "{:,.1f}"),
+    ("framework_us", "ΔFT\nµs", "{:,.1f}"),
+    ("library_us", "ΔCT\nµs", "{:,.1f}"),
+    ("launch_floor_us", "N·T_sys\nµs", "{:,.1f}"),
+    ("orchestration_us", "T_orch\nµs", "{:,.1f}"),
     ("hdbi", "HDBI", "{:.3f}"),
-    ("kernels_per_token", "kernels/token", "{:,.1f}"),
-    ("gpu_idle_us", "GPU idle µs", "{:,.1f}"),
+    ("kernels_per_token", "kernels\n/token", "{:,.1f}"),
+    ("gpu_idle_us", "GPU idle\nµs", "{:,.1f}"),
 ]
 
 # Without device activity the GPU columns would all read n/a: show what the
@@ -23,10 +23,10 @@ PHASE_COLUMNS = [
 HOST_PHASE_COLUMNS = [
     ("steps", "steps", "{:,}"),
     ("aten_ops", "ATen ops", "{:,}"),
-    ("aten_ops_per_token", "ATen ops/token", "{:,.1f}"),
-    ("host_wall_us", "host wall µs", "{:,.1f}"),
-    ("host_python_us", "Python µs", "{:,.1f}"),
-    ("host_dispatch_us", "ATen µs", "{:,.1f}"),
+    ("aten_ops_per_token", "ATen ops\n/token", "{:,.1f}"),
+    ("host_wall_us", "host wall\nµs", "{:,.1f}"),
+    ("host_python_us", "Python\nµs", "{:,.1f}"),
+    ("host_dispatch_us", "ATen\nµs", "{:,.1f}"),
 ]
 
 SHARE_ROWS = [
@@ -57,6 +57,7 @@ def render_analysis(analysis, console: Console, top: int = 10) -> None:
     render_host_partition(summary["all"], console)
     render_top_ops(analysis.ops, console, top)
     render_diagnostics(summary, console)
+    render_advice(summary, console)
 
 
 def render_header(summary: dict, console: Console) -> None:
@@ -80,12 +81,15 @@ def render_phases(summary: dict, console: Console) -> None:
     columns = PHASE_COLUMNS if has_device(summary) else HOST_PHASE_COLUMNS
     title = "Per phase (µs; n/a = not measured)" if has_device(summary) else "Per phase, host side (µs)"
     table = Table(title=title, title_justify="left")
-    table.add_column("phase")
-    for _, label, _ in columns:
-        table.add_column(label, justify="right")
     rows = [("all", summary["all"])] + list(summary["phases"].items())
-    for name, metrics in rows:
-        table.add_row(name, *[fmt(metrics.get(key), pattern) for key, _, pattern in columns])
+    cells = [[fmt(metrics.get(key), pattern) for key, _, pattern in columns] for _, metrics in rows]
+    table.add_column("phase", no_wrap=True, min_width=max(len(name) for name, _ in rows))
+    for i, (_, label, _) in enumerate(columns):
+        # numbers are never cut with an ellipsis: headers wrap instead
+        width = max(len(row[i]) for row in cells)
+        table.add_column(label, justify="right", no_wrap=True, min_width=width)
+    for (name, _), row in zip(rows, cells):
+        table.add_row(name, *row)
     console.print(table)
 
 
@@ -176,3 +180,12 @@ def render_diagnostics(summary: dict, console: Console) -> None:
     for code, d in diags.items():
         table.add_row(code, d["severity"], f"{d['count']:,}", d.get("example", ""))
     console.print(table)
+
+
+def render_advice(summary: dict, console: Console) -> None:
+    """The next optimization target (rules in taxbreak/report/advice.py)."""
+    from .advice import advise
+
+    console.print("[bold]What to do[/bold]")
+    for item in advise(summary):
+        console.print(f"  • {item.finding}\n    → {item.action}")

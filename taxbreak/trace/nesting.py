@@ -14,7 +14,11 @@ depth (the number of open intervals) and the nearest open predecessor.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
+
+_KEY_LIMIT = 2**62  # packed keys stay well inside int64
 
 
 def nesting(lane: np.ndarray, start_ns: np.ndarray, dur_ns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -34,26 +38,82 @@ def nesting(lane: np.ndarray, start_ns: np.ndarray, dur_ns: np.ndarray) -> tuple
     parent = np.full(n, -1, dtype=np.int64)
     if n == 0:
         return depth, parent
-    lane_idx = np.unique(np.asarray(lane), return_inverse=True)[1].astype(np.int64).ravel()
-    end_ns = np.asarray(start_ns) + np.asarray(dur_ns)
-    order = np.lexsort((-end_ns, start_ns, lane_idx))
-    s_lane, s_start, s_end = lane_idx[order], np.asarray(start_ns)[order], end_ns[order]
-    # One int64 key per (lane, time): times replaced by their rank among all
-    # starts and ends, so the key cannot overflow whatever the clock origin.
-    values = _sorted_unique(np.concatenate([s_start, s_end]))
-    width = np.int64(len(values) + 1)
-    start_key = s_lane * width + np.searchsorted(values, s_start)
-    end_key = np.sort(s_lane * width + np.searchsorted(values, s_end))
-    lane_first = np.searchsorted(s_lane, s_lane, side="left")
-    closed = np.searchsorted(end_key, start_key, side="right") - np.searchsorted(end_key, s_lane * width, side="left")
-    closed -= _zero_length_after(start_key, s_start == s_end)
-    opened = np.arange(n) - lane_first
-    s_depth = np.maximum(opened - closed, 0).astype(np.int32)
+    start = np.asarray(start_ns, np.int64)
+    end = start + np.asarray(dur_ns, np.int64)
+    lanes, n_lanes = small_lanes(np.asarray(lane, np.int64))
+    clock = lane_clock(n_lanes, [start, end])
+    start_key = clock.key(lanes, start)
+    order = np.lexsort((-end, start_key))
+    start_key = start_key[order]
+    s_lane = lanes[order]
+    del lanes
+    end_key = np.sort(clock.key(s_lane, end[order]))
+    # Ends of earlier lanes are exactly the intervals of earlier lanes, so the
+    # per-lane offsets of opened and closed counts cancel:
+    #   depth_i = (i − first_i) − (#end_key <= start_key_i − first_i)
+    closed = np.searchsorted(end_key, start_key, side="right")
+    del end_key
+    closed -= _zero_length_after(start_key, start[order] == end[order])
+    s_depth = np.maximum(np.arange(n) - closed, 0).astype(np.int32)
+    del closed, start_key
     s_parent = _last_with_depth(s_lane, s_depth)
     depth[order] = s_depth
     has_parent = s_parent >= 0
     parent[order[has_parent]] = order[s_parent[has_parent]]
     return depth, parent
+
+
+@dataclass(frozen=True)
+class LaneClock:
+    """Packs (lane, time) into one int64 key that sorts like the pair.
+
+    ``key = lane × width + offset(time)``: the offset is ``time − base`` when
+    every lane's span fits (no sort needed), else the rank of the time among
+    ``values`` (the sorted distinct times), so the key cannot overflow
+    whatever the clock origin.
+    """
+
+    base: int
+    width: int
+    values: np.ndarray | None = None
+
+    def key(self, lane: np.ndarray, time_ns: np.ndarray) -> np.ndarray:
+        """One key per (lane, time)."""
+        offset = time_ns - self.base if self.values is None else np.searchsorted(self.values, time_ns)
+        return lane * np.int64(self.width) + offset
+
+    def split(self, key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(lane, time_ns)`` of each key."""
+        lane, offset = np.divmod(key, np.int64(self.width))
+        return lane, (offset + self.base if self.values is None else self.values[offset])
+
+
+def lane_clock(n_lanes: int, times: list[np.ndarray]) -> LaneClock:
+    """The cheapest :class:`LaneClock` for ``n_lanes`` lanes and these times."""
+    times = [t for t in times if len(t)]
+    if not times:
+        return LaneClock(0, 1)
+    lo = min(int(t.min()) for t in times)
+    hi = max(int(t.max()) for t in times)
+    if max(n_lanes, 1) * (hi - lo + 2) < _KEY_LIMIT:
+        return LaneClock(lo, hi - lo + 2)
+    values = _sorted_unique(np.concatenate(times))
+    return LaneClock(0, len(values) + 1, values)
+
+
+def small_lanes(lane: np.ndarray) -> tuple[np.ndarray, int]:
+    """Lane ids usable as key multipliers, and their count bound.
+
+    Dense thread indices (``0 <= lane <= n``) pass through; arbitrary ids
+    (negative or huge) are replaced by their rank, which keeps their order.
+    """
+    if len(lane) == 0:
+        return lane, 0
+    lo, hi = int(lane.min()), int(lane.max())
+    if lo >= 0 and hi <= len(lane):
+        return lane, hi + 1
+    values = _sorted_unique(lane)
+    return np.searchsorted(values, lane).astype(np.int64), len(values)
 
 
 def _sorted_unique(values: np.ndarray) -> np.ndarray:
@@ -89,14 +149,21 @@ def _last_with_depth(s_lane: np.ndarray, s_depth: np.ndarray) -> np.ndarray:
     pos = np.arange(n, dtype=np.int64)
     depth = s_depth.astype(np.int64)
     n_depth = np.int64(depth.max() + 2)
-    # key = (lane, depth, position) packed into one int64 (lane < n, depth < n_depth).
+    # group = (lane, depth); positions within a group stay in order under a
+    # stable sort, so sorting the small group ids alone orders the packed
+    # (group, position) keys (a radix sort when the ids fit in 16 bits)
     group = s_lane * n_depth + depth
+    del depth
+    g_max = int(group.max())
+    narrow = group.astype(np.uint16) if g_max < 2**16 else group
+    order = np.argsort(narrow, kind="stable")
+    del narrow
     key = group * np.int64(n + 1) + pos
-    order = np.argsort(key, kind="stable")
     probe = (group - 1) * np.int64(n + 1) + pos
     idx = np.searchsorted(key[order], probe, side="left") - 1
+    del key, probe
     found = np.full(n, -1, dtype=np.int64)
-    ok = (idx >= 0) & (depth > 0)
+    ok = (idx >= 0) & (s_depth > 0)
     cand = order[idx[ok]]
     match = group[cand] == group[ok] - 1
     found[np.flatnonzero(ok)[match]] = cand[match]
