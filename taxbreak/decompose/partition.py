@@ -91,9 +91,12 @@ def host_partition(views: Views, marker: np.ndarray, steps: Steps,
     label = _labels(keys, p_key[:n_iv], p_key[n_iv:2 * n_iv], cat)[:-1]
     del p_key
     seg_lane, t = clock.split(keys)
+    del keys
     ok = seg_lane[:-1] == seg_lane[1:]
-    t0, t1 = t[:-1][ok], t[1:][ok]
-    return _aggregate(views, seg_lane[:-1][ok], steps, t0, t1, label[ok], busy)
+    # device-busy time before each boundary, once per boundary (segments share them)
+    covered = covered_before(busy[0], busy[1], t)
+    busy_ns = (covered[1:] - covered[:-1])[ok]
+    return _aggregate(views, seg_lane[:-1][ok], steps, t[:-1][ok], t[1:][ok], label[ok], busy_ns)
 
 
 def _labels(keys: np.ndarray, s_key: np.ndarray, e_key: np.ndarray, cat: np.ndarray) -> np.ndarray:
@@ -113,7 +116,7 @@ def _labels(keys: np.ndarray, s_key: np.ndarray, e_key: np.ndarray, cat: np.ndar
     return label
 
 
-def _aggregate(views: Views, seg_lane, steps: Steps, t0, t1, label, busy) -> pd.DataFrame:
+def _aggregate(views: Views, seg_lane, steps: Steps, t0, t1, label, busy_ns) -> pd.DataFrame:
     """Sum segment durations per (lane, step) and label, sorted by (lane, step)."""
     step_ids = sorted_unique(np.append(steps.table["step"].to_numpy(np.int64), BETWEEN))
     # one sort by the packed (lane, step rank) key; every sum is a reduceat over it
@@ -124,7 +127,7 @@ def _aggregate(views: Views, seg_lane, steps: Steps, t0, t1, label, busy) -> pd.
     g_lane, g_rank = np.divmod(g_key[first], np.int64(len(step_ids)))
     dur, lab = (t1 - t0)[order], label[order]
     work = HOST_WORK[lab]
-    hidden = (covered_before(busy[0], busy[1], t1[order]) - covered_before(busy[0], busy[1], t0[order])) * work
+    hidden = busy_ns[order] * work
     out = pd.DataFrame({"pid": views.lane_pid[g_lane], "tid": views.lane_tid[g_lane], "step": step_ids[g_rank]})
     for i, name in enumerate(LABELS):
         out[COLUMNS[name]] = _sums(np.where(lab == i, dur, 0), first)
