@@ -70,66 +70,144 @@ def _per(value, tokens) -> float | None:
 
 def grouped_metrics(kernels: pd.DataFrame, partition: pd.DataFrame, grouping: Grouping, groups: list,
                     ctx: Context) -> dict:
-    """``{group: summary dict}`` for every group in ``groups`` (keys: ``SUMMARY_KEYS``)."""
-    k = kernels.assign(_g=grouping.kernel_g)
-    kern = k[k["kind"] == "kernel"]
-    counts = _counts(k, kern, grouping)
-    sums = kern.groupby("_g")[list(SUM_COLS)].sum(min_count=1)
-    busy = _busy_and_span(k)
-    host = partition.assign(_g=grouping.partition_g).groupby("_g")[
-        [*HOST_KEYS, "exposed_orchestration_ns", "hidden_orchestration_ns"]].sum()
-    lib = pd.Series(grouping.library_ns).groupby(grouping.library_g).sum()
-    counts_d, sums_d, busy_d, host_d = (_records(f) for f in (counts, sums, busy, host))
+    """``{group: summary dict}`` for every group in ``groups`` (keys: ``SUMMARY_KEYS``).
+
+    Every quantity is a numpy sum over dense group codes (labels outside
+    ``groups`` are ignored); a group absent from an input gets ``None`` there,
+    as a group-by would leave it out.
+    """
+    index = pd.Index(groups)
+    codes = _Codes(index, len(groups))
+    k_g = codes(grouping.kernel_g)
+    is_kernel = (kernels["kind"] == "kernel").to_numpy(bool)
+    counts = _counts(kernels, k_g, is_kernel, grouping, codes)
+    sums = _sums(kernels, k_g, is_kernel, len(groups))
+    busy = _busy_and_span(kernels, k_g, len(groups))
+    host = _host_sums(partition, codes(grouping.partition_g), len(groups))
+    lib = _group_sum(codes(grouping.library_g), grouping.library_ns, len(groups)).tolist()
     out = {}
-    for g in groups:
-        c = counts_d.get(g)
+    for i, g in enumerate(groups):
+        c = counts[i]
         row = _base(c, g, grouping, ctx)
-        row.update(_device(c, busy_d.get(g), ctx))
-        row.update(_components(c, sums_d.get(g), ctx))
-        row["library_measured_us"] = _us(lib.get(g, 0)) if ctx.has_library_ranges else None
+        row.update(_device(c, busy[i], ctx))
+        row.update(_components(c, sums[i], ctx))
+        row["library_measured_us"] = _us(lib[i]) if ctx.has_library_ranges else None
         tokens = grouping.tokens.get(g) if isinstance(grouping.tokens, dict) else grouping.tokens
         row.update(_tokens(row, tokens))
-        row.update(_host(host_d.get(g)))
+        row.update(_host(host[i]))
         row["steps"] = int(grouping.steps.get(g, 0))
         out[g] = {key: row[key] for key in SUMMARY_KEYS}
     return out
 
 
-def _records(frame: pd.DataFrame) -> dict:
-    """``{group: {column: python value or None}}`` (plain dict lookups in the per-group loop)."""
-    if len(frame) == 0:
-        return {}
-    cols = {c: frame[c].astype(object).where(frame[c].notna(), None).tolist() for c in frame.columns}
-    return {g: {c: cols[c][i] for c in cols} for i, g in enumerate(frame.index.tolist())}
+class _Codes:
+    """Dense code (position in ``groups``) of each label, ``-1`` outside them."""
+
+    def __init__(self, index: pd.Index, n: int):
+        self.index, self.n = index, n
+
+    def __call__(self, labels) -> np.ndarray:
+        labels = np.asarray(labels)
+        if len(labels) == 0:
+            return np.zeros(0, np.int64)
+        return self.index.get_indexer(labels).astype(np.int64)
 
 
-def _counts(k: pd.DataFrame, kern: pd.DataFrame, grouping: Grouping) -> pd.DataFrame:
-    frame = pd.DataFrame({
-        "kernels": kern.groupby("_g").size(),
-        "active": kern.groupby("_g")["dur_ns"].sum(),
-        "names": kern.groupby("_g")["name"].nunique(),
-        "orphans": k["launch_start_ns"].isna().groupby(k["_g"]).sum(),
-        "launches": pd.Series(1, index=grouping.launch_g).groupby(level=0).sum(),
-        "orphan_launches": pd.Series(1, index=grouping.orphan_g).groupby(level=0).sum(),
-        "aten_ops": pd.Series(1, index=grouping.aten_root_g).groupby(level=0).sum(),
-    })
-    return frame.fillna(0).astype(np.int64)
+def _group_sum(codes: np.ndarray, values, n: int) -> np.ndarray:
+    """Exact int64 sum per code (codes ``< 0`` ignored)."""
+    out = np.zeros(n, np.int64)
+    keep = codes >= 0
+    np.add.at(out, codes[keep], np.asarray(values, np.int64)[keep])
+    return out
 
 
-def _busy_and_span(k: pd.DataFrame) -> pd.DataFrame:
-    """Union of device intervals (all kinds) and first-start→last-end span, per group."""
-    if len(k) == 0:
-        return pd.DataFrame(columns=["busy", "span"])
-    df = pd.DataFrame({"g": k["_g"].to_numpy(), "s": k["start_ns"].to_numpy(np.int64)})
-    df["e"] = df["s"] + k["dur_ns"].to_numpy(np.int64)
-    df = df.sort_values(["g", "s"], kind="stable")
-    run_end = df.groupby("g", sort=False)["e"].cummax()
-    prev = run_end.groupby(df["g"], sort=False).shift(1)
-    seg = (prev.isna() | (df["s"] > prev)).cumsum()
-    merged = df.assign(seg=seg.to_numpy()).groupby(["g", "seg"]).agg(s=("s", "min"), e=("e", "max"))
-    busy = (merged["e"] - merged["s"]).groupby(level=0).sum()
-    span = df.groupby("g")["e"].max() - df.groupby("g")["s"].min()
-    return pd.DataFrame({"busy": busy, "span": span})
+def _group_count(codes: np.ndarray, n: int) -> np.ndarray:
+    return np.bincount(codes[codes >= 0], minlength=n)[:n].astype(np.int64)
+
+
+def _records(columns: dict, present: np.ndarray) -> list:
+    """One ``{column: python value}`` dict per group, ``None`` for an absent group."""
+    lists = {c: v.tolist() for c, v in columns.items()}
+    return [{c: lists[c][i] for c in lists} if ok else None for i, ok in enumerate(present.tolist())]
+
+
+def _counts(k: pd.DataFrame, k_g: np.ndarray, is_kernel: np.ndarray, grouping: Grouping, codes) -> list:
+    """Kernel, launch, orphan and ATen-op counts per group (``None`` where the group has none of them)."""
+    n = codes.n
+    kern_g = np.where(is_kernel, k_g, -1)
+    cols = {"kernels": _group_count(kern_g, n),
+            "active": _group_sum(kern_g, k["dur_ns"].to_numpy(np.int64), n),
+            "names": _distinct_names(k["name"], kern_g, n),
+            "orphans": _group_count(np.where(k["launch_start_ns"].isna().to_numpy(bool), k_g, -1), n),
+            "launches": _group_count(codes(grouping.launch_g), n),
+            "orphan_launches": _group_count(codes(grouping.orphan_g), n),
+            "aten_ops": _group_count(codes(grouping.aten_root_g), n)}
+    present = _group_count(k_g, n) > 0
+    for key in ("launches", "orphan_launches", "aten_ops"):
+        present |= cols[key] > 0
+    return _records(cols, present)
+
+
+def _distinct_names(names: pd.Series, g: np.ndarray, n: int) -> np.ndarray:
+    """Distinct non-null kernel names per group, from the categorical codes."""
+    name_codes = names.cat.codes.to_numpy(np.int64)
+    keep = (g >= 0) & (name_codes >= 0)
+    pairs = np.sort(g[keep] * np.int64(len(names.cat.categories) + 1) + name_codes[keep])
+    if len(pairs) == 0:
+        return np.zeros(n, np.int64)
+    new = np.concatenate([[True], pairs[1:] != pairs[:-1]])
+    return np.bincount(pairs[new] // np.int64(len(names.cat.categories) + 1), minlength=n)[:n].astype(np.int64)
+
+
+def _sums(k: pd.DataFrame, k_g: np.ndarray, is_kernel: np.ndarray, n: int) -> list:
+    """Component sums per group over kernels; ``None`` where every value is NA (``sum(min_count=1)``)."""
+    kern_g = np.where(is_kernel, k_g, -1)
+    cols, measured = {}, {}
+    for col in SUM_COLS:
+        na = k[col].isna().to_numpy(bool)
+        cols[col] = _group_sum(np.where(na, -1, kern_g), k[col].to_numpy(np.int64, na_value=0), n)
+        measured[col] = _group_count(np.where(na, -1, kern_g), n) > 0
+    records = _records(cols, _group_count(kern_g, n) > 0)
+    for i, rec in enumerate(records):
+        if rec is not None:
+            for col in SUM_COLS:
+                rec[col] = rec[col] if measured[col][i] else None
+    return records
+
+
+def _busy_and_span(k: pd.DataFrame, k_g: np.ndarray, n: int) -> list:
+    """Union of device intervals (all kinds) and first-start→last-end span, per group.
+
+    Rows sorted by (group, start); each group's times are shifted past every
+    earlier group's, so one running maximum over all rows is the per-group
+    running end and a group's first row always opens a new merged interval.
+    """
+    keep = np.flatnonzero(k_g >= 0)
+    s = k["start_ns"].to_numpy(np.int64)[keep]
+    e = s + k["dur_ns"].to_numpy(np.int64)[keep]
+    g = k_g[keep]
+    if len(s) == 0:
+        return [None] * n
+    order = np.lexsort((s, g))
+    g, s, e = g[order], s[order], e[order]
+    width = np.int64(int(e.max()) - int(s.min()) + 1)
+    shift = g * width - s.min()
+    run_end = np.maximum.accumulate(e + shift) - shift
+    new = np.ones(len(s), dtype=bool)
+    new[1:] = (g[1:] != g[:-1]) | (s[1:] > run_end[:-1])
+    first = np.flatnonzero(new)
+    last = np.append(first[1:] - 1, len(s) - 1)
+    busy = _group_sum(g[first], run_end[last] - s[first], n)
+    g_first = np.flatnonzero(np.concatenate([[True], g[1:] != g[:-1]]))
+    span = np.zeros(n, np.int64)
+    span[g[g_first]] = np.maximum.reduceat(e, g_first) - s[g_first]
+    return _records({"busy": busy, "span": span}, _group_count(g, n) > 0)
+
+
+def _host_sums(partition: pd.DataFrame, p_g: np.ndarray, n: int) -> list:
+    cols = {c: _group_sum(p_g, partition[c].to_numpy(np.int64), n)
+            for c in [*HOST_KEYS, "exposed_orchestration_ns", "hidden_orchestration_ns"]}
+    return _records(cols, _group_count(p_g, n) > 0)
 
 
 def _base(c, g, grouping: Grouping, ctx: Context) -> dict:

@@ -162,6 +162,12 @@ def int_ids(values: list, default: int = -1) -> np.ndarray:
     (Kineto ids are integers; only ``blocks per SM``-like args are floats).
     Values above the int64 range (uint64 tids) wrap to their two's complement.
     """
+    try:  # the common case, ints and absent values, converted in C; Arrow refuses
+        # (and the numpy attempts below take over) floats, bools, strings and uint64
+        ids = pa.array(values, type=pa.int64())
+        return ids.fill_null(default).to_numpy() if ids.null_count else ids.to_numpy()
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+        pass
     for attempt in (lambda: values, lambda: [default if v is None else v for v in values]):
         try:  # first all ints, then the common mix of ints and absent values
             ids = np.array(attempt(), dtype=np.int64)

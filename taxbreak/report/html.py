@@ -57,7 +57,10 @@ def _device_names(analysis, manifest: dict | None) -> str:
         return str(named)
     tables = getattr(analysis, "tables", None)
     names = tables.meta.device_names if tables is not None else []
-    return ", ".join(sorted(set(names))) or "no CUDA device recorded in trace"
+    if names:
+        return ", ".join(sorted(set(names)))
+    has_device = (_summary(analysis).get("all") or {}).get("device_active_us") is not None
+    return "unknown (device activity present, name not recorded)" if has_device else "no CUDA device in trace"
 
 
 def _cpu_name(manifest: dict | None) -> str:
@@ -213,11 +216,24 @@ def ops_section(analysis, top: int = 15) -> Markup:
     ops = getattr(analysis, "ops", None)
     if ops is None or len(ops) == 0 or "orchestration_us" not in ops.columns:
         return tag("p", "no ATen ops linked to kernels", class_="missing")
+    if "kernels" in ops.columns and (ops["kernels"] > 0).any():
+        ops = ops[ops["kernels"] > 0]  # ops whose kernels are attributed to an inner op have none
+    elif "host_us" in ops.columns:
+        return _host_ops_table(ops, top)
     top_ops = ops.sort_values("orchestration_us", ascending=False, kind="stable").head(top)
     cols = [c for c in ("calls", "kernels", "orchestration_us") if c in top_ops.columns]
     head = tag("tr", tag("th", "op"), *[tag("th", c.replace("_us", " µs")) for c in cols])
     rows = [tag("tr", _name_cell(r["op_name"]), *[_cell(r[c], c) for c in cols])
             for _, r in top_ops.iterrows()]
+    return tag("table", head, *rows)
+
+
+def _host_ops_table(ops: pd.DataFrame, top: int) -> Markup:
+    """Without kernels: the outermost ATen ops by inclusive host time."""
+    rows_df = ops.sort_values("host_us", ascending=False, kind="stable").head(top)
+    head = tag("tr", *[tag("th", c) for c in ("op (no device activity)", "outermost calls", "host µs")])
+    rows = [tag("tr", _name_cell(r["op_name"]), _cell(r["root_calls"], "calls"), _cell(r["host_us"]))
+            for _, r in rows_df.iterrows()]
     return tag("table", head, *rows)
 
 
