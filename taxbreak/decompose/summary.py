@@ -190,9 +190,7 @@ def _busy_and_span(k: pd.DataFrame, k_g: np.ndarray, n: int) -> list:
         return [None] * n
     order = np.lexsort((s, g))
     g, s, e = g[order], s[order], e[order]
-    width = np.int64(int(e.max()) - int(s.min()) + 1)
-    shift = g * width - s.min()
-    run_end = np.maximum.accumulate(e + shift) - shift
+    run_end = _running_end(g, s, e)
     new = np.ones(len(s), dtype=bool)
     new[1:] = (g[1:] != g[:-1]) | (s[1:] > run_end[:-1])
     first = np.flatnonzero(new)
@@ -202,6 +200,17 @@ def _busy_and_span(k: pd.DataFrame, k_g: np.ndarray, n: int) -> list:
     span = np.zeros(n, np.int64)
     span[g[g_first]] = np.maximum.reduceat(e, g_first) - s[g_first]
     return _records({"busy": busy, "span": span}, _group_count(g, n) > 0)
+
+
+def _running_end(g: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """Running maximum of ``e`` within each group of rows sorted by (group, start)."""
+    width = int(e.max()) - int(s.min()) + 1
+    if (int(g.max()) + 1) * width < 2**62:
+        shift = g * np.int64(width) - s.min()
+        return np.maximum.accumulate(e + shift) - shift
+    # shifted times would overflow int64 (a span of days times thousands of groups): one pass per group
+    bounds = np.flatnonzero(np.concatenate([[True], g[1:] != g[:-1], [True]]))
+    return np.concatenate([np.maximum.accumulate(e[a:b]) for a, b in zip(bounds[:-1], bounds[1:])])
 
 
 def _host_sums(partition: pd.DataFrame, p_g: np.ndarray, n: int) -> list:

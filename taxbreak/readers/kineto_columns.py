@@ -271,10 +271,23 @@ def _device(sel, route, ts_ns, dur_ns) -> dict:
         "graph_node_id": _ids([a.graph_node_id for a in args]),
     }
     for key in ("grid", "block"):
-        triples = [_triple(getattr(a, key)) for a in args]
+        axes = _triples([getattr(a, key) for a in args])
         for axis, suffix in enumerate("xyz"):
-            cols[f"{key}_{suffix}"] = _ids([t[axis] for t in triples])
+            cols[f"{key}_{suffix}"] = axes[axis]
     return cols
+
+
+def _triples(values: list) -> list[np.ndarray]:
+    """x, y, z id columns of ``grid``/``block`` lists: one numpy call when every
+    value is a list of three ints (kernels); per value otherwise (memcpy rows have none)."""
+    try:
+        matrix = np.array(values, dtype=np.int64)
+        if matrix.shape == (len(values), 3):
+            return [matrix[:, axis] for axis in range(3)]
+    except (TypeError, ValueError, OverflowError):
+        pass
+    triples = [_triple(v) for v in values]
+    return [_ids([t[axis] for t in triples]) for axis in range(3)]
 
 
 def _triple(value) -> tuple:
