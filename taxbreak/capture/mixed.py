@@ -238,14 +238,23 @@ def profile_mixed(config, mixed: MixedConfig, out_dir=None, progress=None):
         UsageError, CaptureError: as ``profile``.
     """
     from dataclasses import replace
+
+    from . import runner
+
+    mixed.validate()
+    cfg = replace(config, batch_size=1, seq_len=mixed.tokens).resolved()
+    # the same intra-op thread count as a plain profile, so mixed and prefill/decode
+    # points of one sweep are timed alike and the manifest's `threads` is true
+    with runner.torch_threads(cfg.threads):
+        return _profile_mixed(cfg, mixed, out_dir, progress or (lambda event: None))
+
+
+def _profile_mixed(cfg, mixed: MixedConfig, out_dir, report):
     from pathlib import Path
 
     from . import manifest as mf
     from . import runner
 
-    mixed.validate()
-    cfg = replace(config, batch_size=1, seq_len=mixed.tokens).resolved()
-    report = progress or (lambda event: None)
     report(runner.ProgressEvent("build", 0, 1))
     model = runner.LoadedModel(cfg)
     batch = random_batch(model.spec.vocab, mixed.tokens, mixed.decode_share, mixed.decode_context, cfg.seed)
@@ -257,10 +266,12 @@ def profile_mixed(config, mixed: MixedConfig, out_dir=None, progress=None):
     for rep in range(cfg.warmup):
         runner.guard_workload(lambda: run_mixed_steps(model.module, batch, steps, cfg.device, run_marker=False))
         report(runner.ProgressEvent("warmup", rep + 1, cfg.warmup))
+    base_ms = runner.guard_workload(lambda: _timed_mixed_runs(model.module, batch, steps, cfg.device,
+                                                              cfg.overhead_reps))
     trace_path, traced_ms, info = _record(cfg, model, batch, steps, run_dir, report)
     manifest = mf.build_manifest(cfg, model.name, model.spec, model.parameters, trace_path, info,
-                                 mf.capture_overhead([], traced_ms, steps))
-    manifest.update(_mixed_block(batch, steps, traced_ms))
+                                 mf.capture_overhead(base_ms, traced_ms, steps))
+    manifest.update(_mixed_block(batch, steps, base_ms, traced_ms))
     mf.write_json(run_dir / mf.MANIFEST, manifest)
     report(runner.ProgressEvent("analyze", 0, 1))
     derived = mf.write_derived(run_dir, trace_path)
@@ -303,7 +314,19 @@ def _record(cfg, model, batch: MixedBatch, steps: int, run_dir, report):
     return trace_path, traced_ms, info
 
 
-def _mixed_block(batch: MixedBatch, steps: int, traced_ms: list[float]) -> dict:
+def _timed_mixed_runs(model, batch: MixedBatch, steps: int, device, reps: int) -> list[float]:
+    """Wall time (ms) of ``reps`` unprofiled runs: the baseline of the capture overhead."""
+    import time
+
+    times_ms = []
+    for _ in range(reps):
+        start = time.perf_counter_ns()
+        run_mixed_steps(model, batch, steps, device, run_marker=False)
+        times_ms.append((time.perf_counter_ns() - start) / 1e6)
+    return times_ms
+
+
+def _mixed_block(batch: MixedBatch, steps: int, base_ms: list[float], traced_ms: list[float]) -> dict:
     return {
         "phase_mode": "mixed",
         "steps_per_run": {"mixed": steps},
@@ -315,5 +338,5 @@ def _mixed_block(batch: MixedBatch, steps: int, traced_ms: list[float]) -> dict:
             "layout": "one flattened forward [chunk | decode tokens], block-diagonal attn_mask, "
                       "per-token position_ids (taxbreak/capture/mixed.py)",
         },
-        "timings_ms": {"baseline_runs": [], "recorded_runs": traced_ms},
+        "timings_ms": {"baseline_runs": base_ms, "recorded_runs": traced_ms},
     }

@@ -208,12 +208,12 @@ def profile(config: ProfileConfig, out_dir: str | Path | None = None,
             a workload that fails.
     """
     cfg = config.resolved()
-    with _torch_threads(cfg.threads):
+    with torch_threads(cfg.threads):
         return _profile(cfg, out_dir, progress or (lambda event: None))
 
 
 @contextlib.contextmanager
-def _torch_threads(threads: int | None):
+def torch_threads(threads: int | None):
     """Set torch's intra-op thread count for the capture and restore it after."""
     before = torch.get_num_threads()
     if threads:

@@ -18,9 +18,13 @@ from .many import dispatch_folder, folder_options
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False, path_type=str), default=None,
               help="Write the tables (Parquet) and summary.json to this directory.")
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True, help="Top ops to show.")
+@click.option("--allow-truncated", is_flag=True,
+              help="Keep the complete events of a truncated trace (adds a trace.truncated diagnostic; "
+                   "not cached; give --tokens for per-token figures).")
 @folder_options
 @handle_errors
-def analyze(trace: str, floor_us, step_pattern, tokens, as_json: bool, out_dir, top: int, **scale_opts) -> None:
+def analyze(trace: str, floor_us, step_pattern, tokens, as_json: bool, out_dir, top: int, allow_truncated: bool,
+            **scale_opts) -> None:
     """Split host time into ΔFT / ΔCT / ΔKT and compute HDBI per phase for TRACE (file or RUN_DIR).
 
     TRACE may also be a folder of traces (one per rank or run): they are analyzed in parallel
@@ -31,10 +35,27 @@ def analyze(trace: str, floor_us, step_pattern, tokens, as_json: bool, out_dir, 
     from ..scale.analysis_cache import cached_analyze
     from ..report.terminal import render_analysis
 
-    result = cached_analyze(trace, floor_us=floor_us, step_pattern=step_pattern, tokens=tokens)
+    if allow_truncated:
+        result = _analyze_truncated(trace, floor_us=floor_us, step_pattern=step_pattern, tokens=tokens)
+    else:
+        result = cached_analyze(trace, floor_us=floor_us, step_pattern=step_pattern, tokens=tokens)
     if out_dir:
         result.to_parquet(out_dir)
     if as_json:
         click.echo(result.to_json())
         return
     render_analysis(result, Console(), top=top)
+
+
+def _analyze_truncated(trace: str, **options):
+    """The decomposition of what a truncated trace still holds.
+
+    The reader's ``json.truncated`` hint points here: the complete events are
+    kept and the loss is counted (``trace.truncated``), never hidden. The
+    tables are handed over directly, so the analysis cache (keyed on intact
+    files) is bypassed and a run manifest's token count is not read.
+    """
+    from ..decompose import analyze as decompose
+    from ..readers import load_trace
+
+    return decompose(load_trace(trace, allow_truncated=True), **options)

@@ -67,7 +67,7 @@ def floor(warmup, runs, keep_trace, as_json):
               help="Unprofiled calls per op before the measured ones.")
 @click.option("--runs", type=click.IntRange(min=1), default=50, show_default=True,
               help="Measured calls per op.")
-@click.option("--floor-us", type=click.FloatRange(min=0), default=None,
+@click.option("--floor-us", type=click.FloatRange(min=0.0, min_open=True), default=None,
               help="Launch floor T_sys in µs (default: measured/published value).")
 @click.option("--keep-trace", type=click.Path(file_okay=False), default=None,
               help="Keep the replay trace in this folder.")

@@ -16,7 +16,7 @@ def analysis_options(fn):
                       help="Output tokens for the per-token metrics (default: from manifest.json).")(fn)
     fn = click.option("--step-pattern", default=None, metavar="REGEX",
                       help="Regex for step markers (named group `phase` optional).")(fn)
-    fn = click.option("--floor-us", type=click.FloatRange(min=0), default=None,
+    fn = click.option("--floor-us", type=click.FloatRange(min=0.0, min_open=True), default=None,
                       help="Launch floor T_sys in µs (default: measured/published value).")(fn)
     return fn
 

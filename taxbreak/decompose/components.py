@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..trace.diagnostics import Diagnostics
 from .classify import kernel_class, name_is_library
@@ -108,6 +110,24 @@ def _str(codes: np.ndarray, cats: np.ndarray, idx: np.ndarray) -> pd.Series:
     return pd.Series(cat).cat.remove_unused_categories()
 
 
+def _name_categorical(names: pa.ChunkedArray) -> pd.Series:
+    """Kernel names as a categorical with sorted categories (NaN for a null name).
+
+    Built from the Arrow dictionary codes: only the distinct names become
+    Python strings, never one object per kernel.
+    """
+    if len(names) == 0:
+        return pd.Series([], dtype="category")
+    encoded = pc.dictionary_encode(names)
+    if isinstance(encoded, pa.ChunkedArray):
+        encoded = encoded.combine_chunks()
+    distinct = pd.Series(encoded.dictionary.to_pandas(), dtype="category")
+    codes = np.asarray(pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False), np.int64)
+    sorted_codes = distinct.cat.codes.to_numpy(np.int64)
+    full = np.where(codes >= 0, sorted_codes[np.maximum(codes, 0)], -1) if len(sorted_codes) else codes
+    return pd.Series(pd.Categorical.from_codes(full, dtype=distinct.dtype))
+
+
 def build_kernels(views: Views, links: Links, floor: Floor, diags: Diagnostics) -> pd.DataFrame:
     """The per-kernel chain table with every component (columns in docs/method.md)."""
     api, host, dev = views.api, views.host, views.device
@@ -129,7 +149,7 @@ def build_kernels(views: Views, links: Links, floor: Floor, diags: Diagnostics) 
     base = dispatch_base_ns(np.where(is_kernel & first, t_dispatch, NONE), is_kernel, is_lib)
     df = pd.DataFrame({
         "correlation": dev.correlation,
-        "name": pd.Series(dev.names.to_pandas(), dtype="category") if len(dev.row) else pd.Series([], dtype="category"),
+        "name": _name_categorical(dev.names),
         "kind": dev.kind,
         "device": dev.device,
         "stream": dev.stream,

@@ -6,6 +6,7 @@ events in Python: they sort once and answer with ``np.searchsorted``.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from ..trace.nesting import nesting
 
@@ -102,12 +103,29 @@ def sorted_unique(values: np.ndarray) -> np.ndarray:
 
 
 def dense_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Dense id of each ``(a, b)`` pair (in sorted pair order), and the distinct ``a``, ``b``."""
+    """Dense id of each ``(a, b)`` pair (in sorted pair order), and the distinct ``a``, ``b``.
+
+    Pairs are packed into one order-preserving int64 and hashed
+    (``pd.factorize``): a trace has few distinct (pid, tid) pairs, so ranking
+    the distinct keys is cheap, where sorting ten million pairs is not.
+    """
+    a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
+    if len(a) == 0:
+        return np.zeros(0, np.int64), a[:0], b[:0]
+    a_lo, b_lo = int(a.min()), int(b.min())
+    width = int(b.max()) - b_lo + 1
+    if (int(a.max()) - a_lo + 1) * width >= 2**62:
+        return _dense_pairs_lexsort(a, b)
+    codes, uniques = pd.factorize((a - a_lo) * np.int64(width) + (b - b_lo), sort=True)
+    return codes.astype(np.int64), uniques // width + a_lo, uniques % width + b_lo
+
+
+def _dense_pairs_lexsort(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`dense_pairs` for ids too far apart to pack into one int64."""
     order = np.lexsort((b, a))
     sa, sb = a[order], b[order]
     new = np.ones(len(a), dtype=bool)
-    if len(a):
-        new[1:] = (sa[1:] != sa[:-1]) | (sb[1:] != sb[:-1])
+    new[1:] = (sa[1:] != sa[:-1]) | (sb[1:] != sb[:-1])
     ids = np.empty(len(a), dtype=np.int64)
     ids[order] = np.cumsum(new) - 1
     return ids, sa[new], sb[new]

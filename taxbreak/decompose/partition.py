@@ -117,31 +117,43 @@ def _labels(keys: np.ndarray, s_key: np.ndarray, e_key: np.ndarray, cat: np.ndar
 
 
 def _aggregate(views: Views, seg_lane, steps: Steps, t0, t1, label, busy_ns) -> pd.DataFrame:
-    """Sum segment durations per (lane, step) and label, sorted by (lane, step)."""
+    """Sum segment durations per (lane, step) and label, rows sorted by (lane, step)."""
     step_ids = sorted_unique(np.append(steps.table["step"].to_numpy(np.int64), BETWEEN))
-    # one sort by the packed (lane, step rank) key; every sum is a reduceat over it
-    group_key = seg_lane * np.int64(len(step_ids)) + np.searchsorted(step_ids, steps.assign(t0))
-    order = np.argsort(group_key, kind="stable")
-    g_key = group_key[order]
-    first = np.flatnonzero(np.concatenate([[True], g_key[1:] != g_key[:-1]])) if len(g_key) else g_key
-    g_lane, g_rank = np.divmod(g_key[first], np.int64(len(step_ids)))
-    dur, lab = (t1 - t0)[order], label[order]
-    work = HOST_WORK[lab]
-    hidden = busy_ns[order] * work
+    # group = (lane, step rank): its id order is the (lane, step) order of the rows
+    group = seg_lane * np.int64(len(step_ids)) + np.searchsorted(step_ids, steps.assign(t0))
+    present = np.flatnonzero(np.bincount(group))
+    dense = np.zeros(int(present[-1]) + 1 if len(present) else 0, np.int64)
+    dense[present] = np.arange(len(present))
+    group = dense[group]
+    del dense
+    g_lane, g_rank = np.divmod(present, np.int64(len(step_ids)))
+    dur = t1 - t0
+    work = HOST_WORK[label]
+    hidden = busy_ns * work
     out = pd.DataFrame({"pid": views.lane_pid[g_lane], "tid": views.lane_tid[g_lane], "step": step_ids[g_rank]})
+    n = len(present)
     for i, name in enumerate(LABELS):
-        out[COLUMNS[name]] = _sums(np.where(lab == i, dur, 0), first)
-    out["host_wall_ns"] = _sums(dur, first)
-    out["exposed_orchestration_ns"] = _sums(dur * work - hidden, first)
-    out["hidden_orchestration_ns"] = _sums(hidden, first)
+        out[COLUMNS[name]] = _sums(group, dur, n, label == i)
+    out["host_wall_ns"] = _sums(group, dur, n)
+    out["exposed_orchestration_ns"] = _sums(group, dur * work - hidden, n)
+    out["hidden_orchestration_ns"] = _sums(group, hidden, n)
     return out
 
 
-def _sums(values: np.ndarray, first: np.ndarray) -> np.ndarray:
-    """Exact int64 sums of the runs starting at ``first`` (``np.bincount`` would go through float64)."""
-    if len(first) == 0:
-        return np.zeros(0, np.int64)
-    return np.add.reduceat(values.astype(np.int64), first)
+def _sums(group: np.ndarray, values: np.ndarray, n: int, where: np.ndarray | None = None) -> np.ndarray:
+    """Exact int64 sums per group (of the rows in ``where``).
+
+    ``np.bincount`` adds in float64, which is exact while every partial sum
+    stays below 2**53 ns (104 days); longer totals are summed in int64.
+    """
+    g, v = (group, values) if where is None else (group[where], values[where])
+    if len(v) == 0:
+        return np.zeros(n, np.int64)
+    if float(np.abs(v).sum(dtype=np.float64)) < 2**52:  # margin for the rounding of this check
+        return np.bincount(g, weights=v, minlength=n).astype(np.int64)
+    out = np.zeros(n, np.int64)
+    np.add.at(out, g, v.astype(np.int64))
+    return out
 
 
 def _empty() -> pd.DataFrame:

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from ..trace.nesting import nesting
+from .intervals import sorted_unique
 from .link import Links, root_atens
 from .steps import BETWEEN, BETWEEN_NAME, Steps
 from .summary import SUMMARY_KEYS, Context, Grouping, grouped_metrics
@@ -97,15 +98,20 @@ def phase_table(inp: ScopeInputs) -> tuple[pd.DataFrame, dict, dict]:
     phase_names = rows["phase"].astype(str).to_numpy()
     phases = list(pd.unique(phase_names))
     per_phase = {p: int(((phase_names == p) & (ids != BETWEEN)).sum()) for p in phases}
+    # groups are phase positions (ints), not names: no object arrays per kernel or API call
+    phase_pos = pd.Index(phases).get_indexer(phase_names).astype(np.int64)
 
     def to_phase(steps):
         pos = np.searchsorted(np.sort(ids), steps)
-        return phase_names[np.argsort(ids)][np.clip(pos, 0, len(ids) - 1)]
+        return phase_pos[np.argsort(ids)][np.clip(pos, 0, len(ids) - 1)]
 
     n_steps = int((ids != BETWEEN).sum())
-    by_phase = grouped_metrics(inp.kernels, inp.partition,
-                               _grouping(inp, api, to_phase, per_phase, _phase_tokens(inp.ctx.tokens, per_phase, n_steps)),
-                               phases, inp.ctx)
+    tokens = _phase_tokens(inp.ctx.tokens, per_phase, n_steps)
+    by_pos = grouped_metrics(inp.kernels, inp.partition,
+                             _grouping(inp, api, to_phase, {i: per_phase[p] for i, p in enumerate(phases)},
+                                       None if tokens is None else {i: tokens[p] for i, p in enumerate(phases)}),
+                             list(range(len(phases))), inp.ctx)
+    by_phase = {p: by_pos[i] for i, p in enumerate(phases)}
     everything = grouped_metrics(inp.kernels, inp.partition,
                                  _grouping(inp, api, lambda s: np.zeros(len(s), np.int64), {0: n_steps},
                                            inp.ctx.tokens), [0], inp.ctx)[0]
@@ -131,22 +137,31 @@ def build_ops(views: Views, kernels: pd.DataFrame, roots: np.ndarray | None = No
     ``host_us`` is the inclusive host time of the op's outermost invocations
     (``root_calls``): measurable without a GPU (on a CPU run it includes the
     op's own compute). ``roots`` are ``Links.roots`` when already known.
+    Everything is summed over name codes (``np.bincount``), never over strings.
     """
     host = views.host
-    calls = pd.Series(host.name[host.is_aten]).value_counts()
-    k = kernels[kernels["kind"] == "kernel"].copy()
-    k["op_name"] = k["op_name"].astype(object).where(k["op_name"].notna(), "(no aten op)")
+    roots = root_atens(views) if roots is None else roots
+    is_kernel = (kernels["kind"] == "kernel").to_numpy(bool)
     cols = ["t_py_ns", "ft_ns", "ft_python_ns", "ft_dispatch_ns", "ct_ns", "kt_floor_ns", "kt_residual_ns", "dur_ns"]
-    g = k.groupby("op_name")[cols].sum(min_count=1)
-    roots = _root_host_time(views, root_atens(views) if roots is None else roots)
-    names = g.index.union(roots.index)
-    out = pd.DataFrame({"op_name": names, "calls": calls.reindex(names).fillna(0).astype(np.int64).to_numpy(),
-                        "root_calls": roots["root_calls"].reindex(names).fillna(0).astype(np.int64).to_numpy(),
-                        "host_us": (roots["host_ns"].reindex(names).fillna(0) / 1000.0).to_numpy(),
-                        "kernels": k.groupby("op_name").size().reindex(names).fillna(0).astype(np.int64).to_numpy()})
-    g = g.reindex(names)
+    op_codes, op_names = _op_codes(kernels["op_name"], is_kernel)
+    names = pd.Index(sorted(set(op_names[sorted_unique(op_codes)].tolist())
+                            | set(host.name_cats[sorted_unique(host.name_codes[roots])].tolist())))
+    k_pos = names.get_indexer(op_names)[op_codes]
+    h_pos = names.get_indexer(host.name_cats)
+    n = len(names)
+    aten_pos = h_pos[host.name_codes[host.is_aten]]  # -1: an op name that is neither a root nor linked
+    out = pd.DataFrame({"op_name": names,
+                        "calls": np.bincount(aten_pos[aten_pos >= 0], minlength=n).astype(np.int64),
+                        "root_calls": np.bincount(h_pos[host.name_codes[roots]], minlength=n).astype(np.int64),
+                        "host_us": _code_sum(h_pos[host.name_codes[roots]], host.end_ns[roots] - host.start_ns[roots], n)
+                        / 1000.0,
+                        "kernels": np.bincount(k_pos, minlength=n).astype(np.int64)})
     for col in cols:
-        out[col.replace("_ns", "_us")] = (g[col].astype("Float64") / 1000.0).to_numpy()
+        values = kernels[col][is_kernel]
+        na = values.isna().to_numpy(bool)
+        sums = _code_sum(k_pos[~na], values.to_numpy(np.int64, na_value=0)[~na], n)
+        # sum(min_count=1): a name whose values are all NA has no sum
+        out[col.replace("_ns", "_us")] = np.where(np.bincount(k_pos[~na], minlength=n) > 0, sums / 1000.0, np.nan)
     out = out.rename(columns={"dur_us": "device_active_us"})
     out["orchestration_us"] = (out["ft_us"].fillna(0) + out["ct_us"].fillna(0) + out["kt_floor_us"].fillna(0))
     out.loc[out["kernels"] == 0, "orchestration_us"] = pd.NA
@@ -155,9 +170,18 @@ def build_ops(views: Views, kernels: pd.DataFrame, roots: np.ndarray | None = No
                            na_position="last").reset_index(drop=True)
 
 
-def _root_host_time(views: Views, roots: np.ndarray) -> pd.DataFrame:
-    """Calls and inclusive host ns of the outermost invocations of each ATen op name."""
-    host = views.host
-    frame = pd.DataFrame({"name": host.name[roots], "ns": host.end_ns[roots] - host.start_ns[roots]})
-    grouped = frame.groupby("name")["ns"]
-    return pd.DataFrame({"root_calls": grouped.size(), "host_ns": grouped.sum()})
+NO_OP = "(no aten op)"
+
+
+def _op_codes(op_name: pd.Series, is_kernel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Codes of each kernel's ATen op name (``NO_OP`` for kernels without one) and their names."""
+    codes = op_name.cat.codes.to_numpy(np.int64)[is_kernel]
+    names = np.append(np.asarray(op_name.cat.categories, dtype=object), NO_OP)
+    return np.where(codes < 0, len(names) - 1, codes), names
+
+
+def _code_sum(codes: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """Exact int64 sum per code."""
+    out = np.zeros(n, np.int64)
+    np.add.at(out, codes, np.asarray(values, np.int64))
+    return out

@@ -105,12 +105,24 @@ class _Codes:
 
     def __init__(self, index: pd.Index, n: int):
         self.index, self.n = index, n
+        self.is_int = index.dtype.kind in "iu"
+        self.is_range = self.is_int and index.equals(pd.RangeIndex(n))
+        if self.is_int:
+            self.order = np.argsort(index.to_numpy(np.int64), kind="stable")
+            self.sorted = index.to_numpy(np.int64)[self.order]
 
     def __call__(self, labels) -> np.ndarray:
         labels = np.asarray(labels)
-        if len(labels) == 0:
-            return np.zeros(0, np.int64)
-        return self.index.get_indexer(labels).astype(np.int64)
+        if len(labels) == 0 or self.n == 0:
+            return np.full(len(labels), -1, np.int64)
+        if not self.is_int or labels.dtype.kind not in "iu" or not self.index.is_unique:
+            return self.index.get_indexer(labels).astype(np.int64)
+        labels = labels.astype(np.int64, copy=False)
+        if self.is_range:
+            return np.where((labels >= 0) & (labels < self.n), labels, -1)
+        # integer groups (step ids): a search in the few sorted ids beats hashing millions of labels
+        pos = np.minimum(np.searchsorted(self.sorted, labels), self.n - 1)
+        return np.where(self.sorted[pos] == labels, self.order[pos], -1)
 
 
 def _group_sum(codes: np.ndarray, values, n: int) -> np.ndarray:

@@ -150,10 +150,14 @@ def build_views(tables: TraceTables) -> Views:
 
 
 def _device(da: pa.Table) -> Device:
-    kind = _strs(da, "kind")
-    row = np.flatnonzero(np.isin(kind, DEVICE_WORK_KINDS))
-    take = pa.array(row)
+    codes, cats = _codes(da, "kind")
+    work = np.isin(cats, DEVICE_WORK_KINDS)[codes] if len(codes) else np.zeros(0, dtype=bool)
+    row = np.flatnonzero(work)
+    kind = cats[codes[row]] if len(row) else np.zeros(0, dtype=object)
+    names = da.column("name")
+    # most traces have no sync rows: keep the name column as it is then
+    names = names if len(row) == da.num_rows else names.take(pa.array(row))
     start = _ints(da, "start_ns")[row]
-    return Device(row, _ints(da, "process")[row], kind[row], da.column("name").take(take),
+    return Device(row, _ints(da, "process")[row], kind, names,
                   _ints(da, "device")[row], _ints(da, "stream")[row], start,
                   start + _ints(da, "dur_ns")[row], _ints(da, "correlation")[row])

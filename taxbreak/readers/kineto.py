@@ -33,7 +33,7 @@ from ..trace.schema import TABLE_NAMES, conform, empty_table
 from ..trace.tables import TraceMeta, TraceTables
 from .kineto_columns import ColumnSink
 from .kineto_events import InvalidUtf8, chunk_indices, complete_prefix, find_events_array, gc_paused, iter_chunks
-from .kineto_io import read_trace_bytes
+from .kineto_io import read_trace_bytes, release_freed_heap
 from .kineto_stream import EventStream, StreamFallback, iter_blocks
 
 log = logging.getLogger(__name__)
@@ -249,7 +249,10 @@ def _assemble(top: _Top, sink: ColumnSink, path: Path, input_events: int, trunca
     meta = _meta(top, sink, path, diags)
     relative = meta.time_base == "kineto_relative"
     shift_ns = 0 if relative else (meta.origin_ns or 0)
-    tables = {name: _finish_table(name, sink.take_table(name, shift_ns)) for name in TABLE_NAMES}
+    tables = {}
+    for name in TABLE_NAMES:
+        tables[name] = _finish_table(name, sink.take_table(name, shift_ns))
+        release_freed_heap()  # this table's chunk columns are gone: lower the peak before the next
     if truncation:
         diags.add("trace.truncated", 1, truncation)
     diags.add("event.metadata", sink.counts["metadata"], "process_name / thread_name / labels")

@@ -115,7 +115,7 @@ class ColumnSink:
         for name in list(parts):
             cols[name] = _concat(parts.pop(name))
             if name in ("start_ns", "ts_ns"):
-                cols[name] = cols[name].astype(np.int64) - np.int64(origin_ns)
+                cols[name] -= np.int64(origin_ns)  # in place: _concat made a fresh int64 array
         return pa.table(cols) if cols else None
 
 
@@ -126,8 +126,8 @@ def _vocabulary(values: tuple[str, ...]) -> pa.Array:
 
 
 def _narrow(col):
-    """Ids held as int32 while the JSON bytes are still in memory (they widen back
-    to the canonical int64 when the tables are conformed); times stay int64."""
+    """Ids held as int32 while the chunks accumulate (half the memory); they widen
+    back to the canonical int64 as the chunks are concatenated; times stay int64."""
     if isinstance(col, np.ndarray) and col.dtype == np.int64 and len(col):
         if col.min() >= _I32_MIN and col.max() <= _I32_MAX:
             return col.astype(np.int32)
@@ -177,35 +177,39 @@ def _ids(values: list) -> np.ndarray:
 
 
 def _names(sel: list[Event]) -> pa.Array:
-    return _strings([e.name for e in sel])
+    """Event names as a plain string column: built once in the canonical type, so
+    the final tables need no cast (a per-chunk dictionary would be decoded again
+    at the end, and the streamed JSON is never whole in memory to be saved from)."""
+    return pa.array([e.name for e in sel], type=pa.string())
 
 
 def _strings(values: list) -> pa.Array:
-    """A string column, dictionary-encoded per chunk: names repeat heavily, and
-    this keeps the columns small while the JSON bytes are still in memory. The
-    canonical plain ``string`` type is restored once, when the tables are conformed."""
+    """A low-cardinality string column (API kinds, flow categories), dictionary-encoded per chunk."""
     return pa.array(values, type=pa.string()).dictionary_encode()
 
 
 def _raw_text(raws: list) -> pa.Array:
     """Raw JSON values as text (the replay needs the exact shapes); null when absent.
 
-    Built straight from Arrow buffers (one join, no per-value ``bytes``/``str``).
+    Built straight from Arrow buffers (one join, no per-value ``bytes``/``str``);
+    a chunk is a few MB, so 32-bit offsets hold it and the array is already the
+    canonical ``string``.
     """
     lengths = np.fromiter(map(len, raws), dtype=np.int64, count=len(raws))
     if not lengths.any():
         return pa.nulls(len(raws), type=pa.string())
-    offsets = np.zeros(len(raws) + 1, dtype=np.int64)
+    wide = lengths.sum() > _I32_MAX  # only a pathological single event of > 2 GiB
+    offsets = np.zeros(len(raws) + 1, dtype=np.int64 if wide else np.int32)
     np.cumsum(lengths, out=offsets[1:])
     valid = np.packbits(lengths > 0, bitorder="little")
-    array = pa.LargeStringArray.from_buffers(
+    array = (pa.LargeStringArray if wide else pa.StringArray).from_buffers(
         len(raws), pa.py_buffer(offsets), pa.py_buffer(b"".join(raws)), pa.py_buffer(valid)
     )
     try:  # args text is skipped by the typed decoder, so its UTF-8 is checked here
         array.validate(full=True)
     except pa.ArrowInvalid as err:
         raise InvalidUtf8(str(err)) from err
-    return array.cast(pa.string()).dictionary_encode()
+    return array.cast(pa.string()) if wide else array
 
 
 def _host(sel, route, ts_ns, dur_ns) -> dict:
@@ -322,8 +326,11 @@ def _flows(sel, route, ts_ns, dur_ns) -> dict:
 
 
 def _concat(chunks: list):
+    """One column from its chunks. Numeric chunks (int32 ids or int64) are widened
+    while they are copied, straight into the canonical int64: no int32 copy of
+    the whole column and no cast when the table is conformed."""
     if isinstance(chunks[0], np.ndarray):
-        return np.concatenate(chunks) if len(chunks) > 1 else chunks[0]
+        return np.concatenate(chunks, dtype=np.int64)
     if len({c.type for c in chunks}) > 1:  # e.g. an all-null chunk next to dictionary chunks
         chunks = [c.cast(pa.string()) for c in chunks]
     return pa.chunked_array(chunks)

@@ -116,6 +116,8 @@ def _fast_column(buf: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndar
     rel = dot_at[d_tok] - digits  # >0: integer digit, <0: fraction digit
     exp = np.where(rel > 0, rel + 2, 3 + rel)
     state[d_tok[exp > 18]] = WRONG_TYPE  # beyond int64 ns
+    # a leading 9 at 10**18 ns may overflow int64 (max 9.22e18): the per-value path decides
+    state[d_tok[(exp == 18) & (buf[digits] == ord("9"))]] = WRONG_TYPE
     keep = (exp >= 0) & (exp <= 18)
     contrib = np.zeros(len(buf), dtype=np.int64)
     contrib[digits[keep]] = (buf[digits[keep]].astype(np.int64) - 48) * _POW10[exp[keep]]

@@ -53,6 +53,9 @@ class AnnotateStats:
     overflow: int = 0  # slices written as async events (more than MAX_LANES lanes needed)
 
     def summary_line(self) -> str:
+        if not self.kernels:
+            # a CPU-only trace: the copy is written, but it has no ΔFT/ΔCT/ΔKT tracks to add
+            return "no kernels in the trace: nothing to annotate (the copy holds the original events only)"
         parts = ", ".join(f"{v:,} {k}" for k, v in self.slices.items())
         extra = (f"; {self.overflow:,} slices beyond {MAX_LANES} lanes written as async events"
                  if self.overflow else "")

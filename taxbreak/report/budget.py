@@ -91,7 +91,9 @@ def parse_budget(text: str, path: str | None = None) -> Budget:
     except tomllib.TOMLDecodeError as err:
         found = _TOML_LINE.search(str(err))
         where = f"line {found.group(1)}, column {found.group(2)}" if found else None
-        raise BudgetError("budget.malformed", f"not valid TOML: {err}", path=path, location=where,
+        # tomllib's message ends with "(at line L, column C)"; that goes to `location` alone
+        message = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(err))
+        raise BudgetError("budget.malformed", f"not valid TOML: {message}", path=path, location=where,
                           hint='limits are strings such as hdbi = ">= 0.2"') from err
     budget = Budget(path=path)
     ctx = _Context(text, path)

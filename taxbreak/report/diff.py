@@ -16,9 +16,10 @@ DIFF_METRICS: tuple[str, ...] = tuple(k for k, _ in COMPONENTS) + (
     "framework_us", "orchestration_us", "device_active_us", "gpu_idle_us", "hdbi",
     "kernels", "launches", "kernels_per_token", "orchestration_us_per_token",
 )
-# The exact host partition (measured with or without a device): shown after the components.
+# The exact host partition and the ATen op counts (measured with or without a device):
+# shown after the components; on a CPU run they are the only measured comparison.
 HOST_METRICS: tuple[str, ...] = (
-    "host_python_us", "host_dispatch_us", "host_library_us", "host_launch_api_us", "host_sync_us",
+    "aten_ops", "aten_ops_per_token", "host_python_us", "host_dispatch_us", "host_library_us", "host_launch_api_us", "host_sync_us",
     "host_other_api_us", "host_untraced_us", "host_wall_us", "exposed_orchestration_us",
 )
 # Per-kernel columns whose sum is the kernel's T_Orchestrate share

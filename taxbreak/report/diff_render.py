@@ -15,13 +15,14 @@ _LABELS = dict(COMPONENTS) | {
     "device_active_us": "T_DeviceActive", "gpu_idle_us": "GPU idle", "hdbi": "HDBI",
     "kernels": "kernels", "launches": "launches", "kernels_per_token": "kernels / token",
     "orchestration_us_per_token": "orchestration / token",
+    "aten_ops": "host: ATen ops", "aten_ops_per_token": "host: ATen ops / token",
     "host_python_us": "host: Python", "host_dispatch_us": "host: ATen dispatch",
     "host_library_us": "host: CUDA library",
     "host_launch_api_us": "host: launch API", "host_sync_us": "host: sync waits",
     "host_other_api_us": "host: other runtime API", "host_untraced_us": "host: untraced", "host_wall_us": "host: wall",
     "exposed_orchestration_us": "host: exposed (device idle)",
 }
-_UNITLESS = ("hdbi", "kernels", "launches", "kernels_per_token")
+_UNITLESS = ("hdbi", "kernels", "launches", "kernels_per_token", "aten_ops", "aten_ops_per_token")
 
 
 def fmt_delta(delta: float | None, key: str = "") -> str:

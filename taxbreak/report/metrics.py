@@ -22,7 +22,7 @@ METRIC_KEYS: tuple[str, ...] = (
     "orchestration_us_per_token", "framework_us_per_token", "device_active_us_per_token",
     "host_python_us", "host_dispatch_us", "host_library_us", "host_launch_api_us",
     "host_sync_us", "host_other_api_us", "host_untraced_us", "host_wall_us",
-    "exposed_orchestration_us", "hidden_orchestration_us", "steps",
+    "exposed_orchestration_us", "hidden_orchestration_us", "steps", "aten_ops", "aten_ops_per_token",
 )
 
 # The five orchestration components of TaxBreak, in stacking order:
@@ -55,6 +55,7 @@ WORSE_DIRECTION: dict[str, int] = {
     "host_python_us": +1, "host_dispatch_us": +1, "host_library_us": +1,
     "host_launch_api_us": +1, "host_sync_us": +1, "host_other_api_us": +1,
     "host_untraced_us": +1, "host_wall_us": +1, "hidden_orchestration_us": +1,
+    "aten_ops": +1, "aten_ops_per_token": +1,
     "hdbi": -1,
 }
 
@@ -90,7 +91,7 @@ def fmt_value(value, key: str = "", missing: str = "not measured") -> str:
     x = float(value)
     if key == "hdbi":
         return f"{x:.3f}"
-    if key in ("kernels", "launches", "orphan_kernels", "orphan_launches", "tokens", "steps", "calls"):
+    if key in ("kernels", "launches", "orphan_kernels", "orphan_launches", "tokens", "steps", "calls", "aten_ops"):
         return f"{int(round(x)):,}"
     if abs(x) >= 100:
         return f"{x:,.0f}"

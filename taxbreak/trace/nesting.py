@@ -129,42 +129,42 @@ def _sorted_unique(values: np.ndarray) -> np.ndarray:
 
 
 def _zero_length_after(start_key: np.ndarray, is_zero: np.ndarray) -> np.ndarray:
-    """How many zero-length intervals at the same (lane, time) come after each
-    sorted position. They count as "ended by start_i" in the closed count but
-    have not been opened yet, so they must be taken back out."""
-    zero_keys = start_key[is_zero]
-    right = np.searchsorted(zero_keys, start_key, side="right")
-    left = np.searchsorted(zero_keys, start_key, side="left")
-    after = right - left
-    own_rank = np.cumsum(is_zero) - 1
-    # a zero-length interval also counts its own end: take that back too
-    after[is_zero] = right[is_zero] - own_rank[is_zero]
-    return after
+    """How many zero-length intervals at the same (lane, time) come at or after
+    each sorted position. They count as "ended by start_i" in the closed count
+    but have not been opened yet, so they must be taken back out.
+
+    Equal keys are contiguous and zero-length intervals sort last among them
+    (end descending), so this is the run's zero count minus the zeros before
+    position i within the run — one linear pass, no search.
+    """
+    n = len(start_key)
+    if not is_zero.any():
+        return np.zeros(n, dtype=np.int64)
+    zeros_through = np.cumsum(is_zero, dtype=np.int64)
+    run_last = np.flatnonzero(np.append(start_key[1:] != start_key[:-1], True))
+    run_of = np.repeat(np.arange(len(run_last)), np.diff(run_last, prepend=-1))
+    return zeros_through[run_last[run_of]] - zeros_through + is_zero
 
 
 def _last_with_depth(s_lane: np.ndarray, s_depth: np.ndarray) -> np.ndarray:
     """For each sorted position i, the last position j < i on the same lane with
     depth_j == depth_i - 1, or -1."""
     n = len(s_lane)
-    pos = np.arange(n, dtype=np.int64)
-    depth = s_depth.astype(np.int64)
-    n_depth = np.int64(depth.max() + 2)
-    # group = (lane, depth); positions within a group stay in order under a
-    # stable sort, so sorting the small group ids alone orders the packed
-    # (group, position) keys (a radix sort when the ids fit in 16 bits)
-    group = s_lane * n_depth + depth
-    del depth
-    g_max = int(group.max())
-    narrow = group.astype(np.uint16) if g_max < 2**16 else group
+    n_depth = np.int64(int(s_depth.max()) + 2)
+    # group = (lane, depth); a stable sort of the small group ids (a radix sort
+    # when they fit in 16 bits) orders the packed (group, position) keys
+    group = s_lane * n_depth + s_depth
+    narrow = group.astype(np.uint16) if int(group.max()) < 2**16 else group
     order = np.argsort(narrow, kind="stable")
     del narrow
-    key = group * np.int64(n + 1) + pos
-    probe = (group - 1) * np.int64(n + 1) + pos
-    idx = np.searchsorted(key[order], probe, side="left") - 1
-    del key, probe
+    key = group[order] * np.int64(n + 1) + order
+    # probe (group − 1, i) for each key: in key order the probes are sorted too,
+    # which keeps the binary searches local
+    idx = np.searchsorted(key, key - np.int64(n + 1), side="left") - 1
+    del key
     found = np.full(n, -1, dtype=np.int64)
-    ok = (idx >= 0) & (s_depth > 0)
-    cand = order[idx[ok]]
-    match = group[cand] == group[ok] - 1
-    found[np.flatnonzero(ok)[match]] = cand[match]
+    ok = (idx >= 0) & (s_depth[order] > 0)
+    cand, at = order[idx[ok]], order[ok]
+    match = group[cand] == group[at] - 1
+    found[at[match]] = cand[match]
     return found

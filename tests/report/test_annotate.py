@@ -99,6 +99,16 @@ def test_cli_annotate_writes_gzip_and_reports(tmp_path):
     assert out.read_bytes()[:2] == b"\x1f\x8b"
 
 
+def test_cpu_only_trace_says_there_is_nothing_to_annotate(shared_traces, tmp_path):
+    cpu_only = next((shared_traces / "HolisticTraceAnalysis" / "tests" / "data" / "cpu_only").glob("*.json.gz"))
+    out = tmp_path / "annotated.json"
+    result = CliRunner().invoke(main, ["annotate", str(cpu_only), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == f"wrote {out}: no kernels in the trace: nothing to annotate " \
+                            "(the copy holds the original events only)\n"
+    assert load_trace(out).meta.source_format == "kineto"
+
+
 def test_nsight_input_is_refused_with_a_code(shared_traces, tmp_path):
     mock = shared_traces / "nsys-ai" / "tests" / "fixtures" / "mock.sqlite"
     result = CliRunner().invoke(main, ["annotate", str(mock), "-o", str(tmp_path / "x.json")])

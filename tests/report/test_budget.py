@@ -162,3 +162,20 @@ def test_renderers_show_failures_first():
 
 def test_every_summary_key_is_a_known_metric():
     assert set(metrics()) >= set(ORCHESTRATION_METRICS)
+
+
+def test_every_numeric_key_of_a_real_summary_can_take_a_limit(tmp_path):
+    # the budget's metric names must follow what `analyze` actually writes, not a copy of it
+    import numpy as np
+
+    from taxbreak.decompose import analyze
+    from taxbreak.report.metrics import METRIC_KEYS
+    from taxbreak.synth.planted import build, random_spec
+
+    planted = build(random_spec(np.random.default_rng(3), steps=2, ops=2))
+    real = analyze(planted.tables, tokens=4).summary["all"]
+    numeric = {k for k, v in real.items() if not isinstance(v, str)}
+    assert numeric - set(METRIC_KEYS) == set()
+    limits = "".join(f'{k} = ">= 0"\n' for k in sorted(numeric))
+    result = evaluate_budget(parse_budget("[all]\n" + limits), {**summary(), "all": real})
+    assert outcome(result, "all", "aten_ops_per_token").actual == real["aten_ops_per_token"]

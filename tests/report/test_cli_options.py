@@ -19,8 +19,11 @@ def test_short_and_long_output_flags_write_the_same_report(tmp_path):
 
 def test_usage_errors_exit_2_without_traceback(tmp_path):
     trace = write_planted(tmp_path / "t.json")
+    budget = tmp_path / "b.toml"
+    budget.write_text('[all]\nkernels = ">= 0"\n')
     cases = [["check", str(trace)],                                   # --budget missing
              ["report", str(trace), "--floor-us", "-1"],              # negative floor
+             ["check", str(trace), "--budget", str(budget), "--floor-us", "0"],  # zero floor, as `analyze`
              ["diff", str(trace)],                                    # NEW missing
              ["annotate", str(trace), "--tokens", "0"]]               # tokens < 1
     for args in cases:

@@ -38,8 +38,14 @@ def test_sweep_profiles_every_point(swept):
     # CPU: no device time, so no transition point is claimed.
     assert index["transition"]["phases"]["decode"]["status"] == "undetermined"
     assert "cannot be determined without a GPU" in first.output
-    mixed = json.loads((out / "m0.75-s8" / "manifest.json").read_text())["mixed"]
+    manifest = json.loads((out / "m0.75-s8" / "manifest.json").read_text())
+    mixed = manifest["mixed"]
     assert (mixed["prefill_tokens"], mixed["decode_requests"]) == (2, 6)
+    # mixed points run with the plain points' single CPU thread and measure their capture overhead
+    assert manifest["host"]["torch_threads"] == manifest["config"]["threads"] == 1
+    overhead = manifest["capture_overhead"]
+    assert overhead["reps_without_profiler"] == 5 and overhead["overhead_pct"] is not None
+    assert len(manifest["timings_ms"]["baseline_runs"]) == 5
     summary = json.loads((out / "m0.75-s8" / "summary.json").read_text())
     assert "mixed" in summary["phases"]
 
