@@ -1,6 +1,12 @@
 """Decomposition benchmark: build a synthetic Kineto trace, parse + decompose it in a fresh process.
 
     python scripts/bench_analyze.py --events 1000000 [--plain] [--out DIR] [--keep]
+    python scripts/bench_analyze.py --tables DIR [--repeat 3]      # analyze only, stage by stage
+
+With ``--tables`` the input is a ``TraceTables.to_parquet`` folder (parse once,
+decompose many times): each of ``--repeat`` fresh processes reads the tables and
+times every stage of ``analyze`` (wall and CPU); the script prints the median
+of each figure and the peak RSS above the loaded tables.
 
 The trace comes from ``taxbreak.synth.bigtrace.write_big_kineto``. A child
 process imports taxbreak, parses the trace (``load_trace``, no cache) and runs
@@ -15,6 +21,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -38,6 +45,53 @@ print(json.dumps({"parse_s": t1 - t0, "analyze_s": t2 - t1, "parse_cpu_s": c1 - 
                   "kernels": s["kernels"], "steps": s["steps"], "hdbi": s["hdbi"],
                   "partition_rows": len(a.host_partition)}))
 """
+
+
+_STAGES_CHILD = """
+import json, resource, sys, time
+from taxbreak.trace.tables import TraceTables
+import taxbreak.decompose.analysis as A
+tables = TraceTables.from_parquet(sys.argv[1])
+rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+acc = {}
+
+def timed(name, fn):
+    def run(*args, **kwargs):
+        t, c = time.perf_counter(), time.process_time()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            wall, cpu = acc.get(name, (0.0, 0.0))
+            acc[name] = (wall + time.perf_counter() - t, cpu + time.process_time() - c)
+    return run
+
+for name in ("build_views", "find_steps", "link", "build_kernels", "host_partition", "step_table", "phase_table",
+             "build_ops"):
+    setattr(A, name, timed(name, getattr(A, name)))
+t, c = time.perf_counter(), time.process_time()
+A.analyze(tables)
+acc["analyze"] = (time.perf_counter() - t, time.process_time() - c)
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"stages": acc, "tables_rss_mb": rss0 / 1024, "peak_rss_mb": peak / 1024,
+                  "events": tables.meta.input_events}))
+"""
+
+
+def bench_tables(tables_dir: Path, repeat: int) -> dict:
+    """Median wall/CPU of each ``analyze`` stage over ``repeat`` fresh processes reading ``tables_dir``."""
+    runs = []
+    for _ in range(repeat):
+        proc = subprocess.run([sys.executable, "-c", _STAGES_CHILD, str(tables_dir)], capture_output=True, text=True,
+                              check=True)
+        runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    stages = {name: {"wall_s": round(statistics.median(r["stages"][name][0] for r in runs), 2),
+                     "cpu_s": round(statistics.median(r["stages"][name][1] for r in runs), 2)}
+              for name in runs[0]["stages"]}
+    peak = statistics.median(r["peak_rss_mb"] for r in runs)
+    base = statistics.median(r["tables_rss_mb"] for r in runs)
+    return {"events": runs[0]["events"], "repeat": repeat, "stages": stages, "tables_rss_mb": round(base),
+            "peak_rss_mb": round(peak), "analyze_extra_mb": round(peak - base),
+            "load_avg_1m": round(os.getloadavg()[0], 1), "machine": _machine()}
 
 
 def _machine() -> str:
@@ -80,7 +134,12 @@ def main() -> None:
     parser.add_argument("--plain", action="store_true", help="uncompressed JSON instead of .json.gz")
     parser.add_argument("--out", type=Path, default=None, help="directory for the trace (default: a temp dir)")
     parser.add_argument("--keep", action="store_true", help="keep the trace file")
+    parser.add_argument("--tables", type=Path, default=None, help="time analyze stages on this Parquet tables folder")
+    parser.add_argument("--repeat", type=int, default=3, help="fresh processes for --tables (median reported)")
     args = parser.parse_args()
+    if args.tables:
+        print(json.dumps(bench_tables(args.tables, max(args.repeat, 1))))
+        return
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         result = bench(args.events, args.out, gzip=not args.plain)

@@ -7,7 +7,7 @@ from typing import Callable
 
 import click
 
-from ..trace.errors import TaxbreakError
+from ..trace.errors import TaxbreakError, TraceNotFoundError
 
 
 def print_error(err: TaxbreakError) -> None:
@@ -27,5 +27,16 @@ def handle_errors(fn: Callable) -> Callable:
         except TaxbreakError as err:
             print_error(err)
             sys.exit(err.exit_code)
+        except OSError as err:
+            # the readers turn every input problem into a typed error, so an OSError that
+            # reaches here comes from writing an output (-o, --junit, --markdown, ...)
+            print_error(unwritable(err))
+            sys.exit(1)
 
     return wrapper
+
+
+def unwritable(err: OSError) -> TaxbreakError:
+    """``output.unwritable`` for an OSError raised while writing an output."""
+    return TraceNotFoundError("output.unwritable", err.strerror or str(err), path=err.filename,
+                              hint="check that the output's folder exists and is writable, and the disk has space")

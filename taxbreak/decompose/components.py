@@ -39,7 +39,7 @@ def dispatch_times(views: Views, links: Links, diags: Diagnostics) -> tuple[np.n
     api = views.api
     out = np.full(len(api.start_ns), NONE, dtype=np.int64)
     first_in_op = np.zeros(len(api.start_ns), dtype=bool)
-    idx = np.flatnonzero((links.api_op >= 0) & np.isin(api.kind, LINKABLE_API_KINDS))
+    idx = np.flatnonzero((links.api_op >= 0) & api.kind_is(*LINKABLE_API_KINDS))
     if len(idx) == 0:
         return out, first_in_op
     idx = idx[np.lexsort((api.start_ns[idx], links.api_op[idx]))]

@@ -76,11 +76,16 @@ def covered_before(u_start_ns: np.ndarray, u_end_ns: np.ndarray, t_ns: np.ndarra
     t = np.asarray(t_ns, np.int64)
     if len(u_start_ns) == 0:
         return np.zeros(len(t), np.int64)
-    cum = np.concatenate([[0], np.cumsum(u_end_ns - u_start_ns)])
-    idx = np.searchsorted(u_start_ns, t, side="right")  # intervals starting at or before t
-    prev = np.maximum(idx - 1, 0)
-    partial = np.where(idx > 0, np.clip(t - u_start_ns[prev], 0, u_end_ns[prev] - u_start_ns[prev]), 0)
-    return cum[prev] * (idx > 0) + partial
+    # a sentinel at or before every t: index 0 = "no interval started yet", length 0
+    u_start = np.concatenate([[min(int(u_start_ns[0]), int(t.min()) if len(t) else 0)], u_start_ns])
+    u_len = np.concatenate([[0], u_end_ns - u_start_ns])
+    cum = np.cumsum(u_len) - u_len  # covered time before each interval starts
+    prev = np.searchsorted(u_start, t, side="right") - 1  # last interval starting at or before t (0 = none)
+    # in place on one array: partial coverage of the interval ``prev``, then the full ones before it
+    out = t - u_start[prev]
+    np.clip(out, 0, u_len[prev], out=out)
+    out += cum[prev]
+    return out
 
 
 def take_or(values: np.ndarray, idx: np.ndarray, fill: int = -1) -> np.ndarray:
@@ -100,6 +105,24 @@ def sorted_unique(values: np.ndarray) -> np.ndarray:
     keep[0] = True
     np.not_equal(s[1:], s[:-1], out=keep[1:])
     return s[keep]
+
+
+def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct values and the position of each value among them.
+
+    One stable argsort (timsort: the concatenated, already time-ordered
+    boundary arrays sort in near-linear time) instead of a sort plus a
+    binary search per value.
+    """
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    new = np.empty(len(ordered), dtype=bool)
+    if len(ordered):
+        new[0] = True
+        np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+    inverse = np.empty(len(ordered), dtype=np.int64)
+    inverse[order] = np.cumsum(new) - 1
+    return ordered[new], inverse
 
 
 def dense_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -52,12 +52,12 @@ def link(views: Views, is_marker: np.ndarray, diags: Diagnostics) -> Links:
     api_has_device = np.zeros(len(api.start_ns), dtype=bool)
     api_has_device[dev_api[dev_api >= 0]] = True
     api_op = _api_to_aten(views)
-    torch_level = ((host.kind == "python") | ((host.kind == "op") & ~host.is_aten)
-                   | ((host.kind == "annotation") & ~is_marker))
+    torch_level = (host.kind_is("python") | (host.kind_is("op") & ~host.is_aten)
+                   | (host.kind_is("annotation") & ~is_marker))
     roots = root_atens(views)
     op_root = _aten_roots(views, api_op, roots)
     op_torch, py_origin = _aten_to_torch(views, api_op, op_root, torch_level, roots)
-    is_lib = api.kind == "library"
+    is_lib = api.kind_is("library")
     api_library = _enclosing(views, is_lib, np.flatnonzero(~is_lib))
     _count(views, dev_api, api_op, op_torch, api_has_device, bool(torch_level.any()), diags)
     return Links(dev_api, api_op, op_torch, op_root, py_origin, api_library, api_has_device,
@@ -67,7 +67,7 @@ def link(views: Views, is_marker: np.ndarray, diags: Diagnostics) -> Links:
 def _device_to_api(views: Views) -> np.ndarray:
     """Join device activities to linkable API calls on (process, correlation)."""
     api, dev = views.api, views.device
-    linkable = np.flatnonzero(np.isin(api.kind, LINKABLE_API_KINDS) & (api.correlation != NONE))
+    linkable = np.flatnonzero(api.kind_is(*LINKABLE_API_KINDS) & (api.correlation != NONE))
     left = pd.DataFrame({"process": dev.process, "correlation": dev.correlation})
     right = pd.DataFrame({"process": api.process[linkable], "correlation": api.correlation[linkable],
                           "api": linkable}).drop_duplicates(["process", "correlation"], keep="first")
@@ -171,7 +171,7 @@ def _enclosing(views: Views, is_range: np.ndarray, queries: np.ndarray) -> np.nd
 def _count(views: Views, dev_api, api_op, op_torch, api_has_device, has_torch, diags: Diagnostics) -> None:
     """Orphans and unlinked steps become counted diagnostics, never silent drops."""
     api = views.api
-    launches = np.isin(api.kind, LINKABLE_API_KINDS) & (api.correlation != NONE)
+    launches = api.kind_is(*LINKABLE_API_KINDS) & (api.correlation != NONE)
     diags.add("link.orphan_kernel", int((dev_api == NONE).sum()),
               "device activity without a launch call in the trace")
     diags.add("link.orphan_launch", int((launches & ~api_has_device).sum()),

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ..trace.nesting import lane_clock
-from .intervals import covered_before, sorted_unique, union_intervals
+from .intervals import covered_before, sorted_unique, union_intervals, unique_inverse
 from .steps import BETWEEN, Steps
 from .views import LAUNCH_API_KINDS, Views
 
@@ -47,15 +47,15 @@ def _categories(views: Views, marker: np.ndarray) -> tuple[np.ndarray, np.ndarra
     # a memcpy call without "Async" blocks the host (classified once per distinct name)
     async_name = np.array(["Async" in n for n in api.name_cats], dtype=bool)
     is_async = async_name[api.name_codes] if len(api.name_codes) else np.zeros(0, dtype=bool)
-    blocking_copy = (api.kind == "memcpy") & ~is_async
+    blocking_copy = api.kind_is("memcpy") & ~is_async
     api_cat = np.select(
-        [np.isin(api.kind, LAUNCH_API_KINDS), (api.kind == "sync") | blocking_copy, api.kind == "library"],
+        [api.kind_is(*LAUNCH_API_KINDS), api.kind_is("sync") | blocking_copy, api.kind_is("library")],
         [LABELS.index("launch_api"), LABELS.index("sync"), LABELS.index("library")],
         LABELS.index("other_api"))
     lane = np.concatenate([host.lane[keep], api.lane])
     start = np.concatenate([host.start_ns[keep], api.start_ns])
     end = np.concatenate([host.end_ns[keep], api.end_ns])
-    return lane, start, end, np.concatenate([host_cat, api_cat]).astype(np.int64)
+    return lane, start, end, np.concatenate([host_cat, api_cat]).astype(np.int8)
 
 
 def _lane_spans(views: Views) -> tuple[np.ndarray, np.ndarray]:
@@ -87,9 +87,10 @@ def host_partition(views: Views, marker: np.ndarray, steps: Steps,
     p_key = np.concatenate([clock.key(lane, start), clock.key(lane, end), clock.key(np.arange(views.n_lanes), lo),
                             clock.key(np.arange(views.n_lanes), hi), clock.key(sl[inside], st[inside])])
     del lane, start, end, sl, st
-    keys = sorted_unique(p_key)
-    label = _labels(keys, p_key[:n_iv], p_key[n_iv:2 * n_iv], cat)[:-1]
+    keys, pos = unique_inverse(p_key)
     del p_key
+    label = _labels(len(keys), pos[:n_iv], pos[n_iv:2 * n_iv], cat)[:-1]
+    del pos, cat
     seg_lane, t = clock.split(keys)
     del keys
     ok = seg_lane[:-1] == seg_lane[1:]
@@ -99,60 +100,79 @@ def host_partition(views: Views, marker: np.ndarray, steps: Steps,
     return _aggregate(views, seg_lane[:-1][ok], steps, t[:-1][ok], t[1:][ok], label[ok], busy_ns)
 
 
-def _labels(keys: np.ndarray, s_key: np.ndarray, e_key: np.ndarray, cat: np.ndarray) -> np.ndarray:
-    """Highest-priority category open on each segment that starts at ``keys[i]`` (0 = untraced).
+def _labels(n: int, s_pos: np.ndarray, e_pos: np.ndarray, cat: np.ndarray) -> np.ndarray:
+    """Highest-priority category open on each of the ``n`` segments (0 = untraced);
+    ``s_pos``/``e_pos`` are the boundary positions of each interval's start and end.
 
     A +1/−1 sweep per category: open counts are the running sums of starts
     minus ends at or before each boundary key.
     """
-    n = len(keys)
-    s_pos = np.searchsorted(keys, s_key)
-    e_pos = np.searchsorted(keys, e_key)
     label = np.zeros(n, dtype=np.int8)
+    # group the intervals by category once (a radix sort of small ints), then slice
+    by_cat = np.argsort(cat.astype(np.uint8), kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(cat, minlength=len(LABELS)))])
+    s_pos, e_pos = s_pos[by_cat], e_pos[by_cat]
     for c in range(1, len(LABELS)):
-        sel = cat == c
-        delta = np.bincount(s_pos[sel], minlength=n) - np.bincount(e_pos[sel], minlength=n)
-        label[np.cumsum(delta) > 0] = c
+        lo, hi = bounds[c], bounds[c + 1]
+        if lo == hi:
+            continue
+        open_count = np.bincount(s_pos[lo:hi], minlength=n)
+        open_count -= np.bincount(e_pos[lo:hi], minlength=n)
+        np.cumsum(open_count, out=open_count)
+        label[open_count > 0] = c
     return label
 
 
 def _aggregate(views: Views, seg_lane, steps: Steps, t0, t1, label, busy_ns) -> pd.DataFrame:
-    """Sum segment durations per (lane, step) and label, rows sorted by (lane, step)."""
+    """Sum segment durations per (lane, step) and label, rows sorted by (lane, step).
+
+    One weighted count over (group, label) gives every label column at once;
+    the wall time and the exposed/hidden split are row sums of it.
+    """
     step_ids = sorted_unique(np.append(steps.table["step"].to_numpy(np.int64), BETWEEN))
     # group = (lane, step rank): its id order is the (lane, step) order of the rows
-    group = seg_lane * np.int64(len(step_ids)) + np.searchsorted(step_ids, steps.assign(t0))
+    group = seg_lane * np.int64(len(step_ids)) + _step_rank(steps, step_ids, t0)
     present = np.flatnonzero(np.bincount(group))
     dense = np.zeros(int(present[-1]) + 1 if len(present) else 0, np.int64)
     dense[present] = np.arange(len(present))
-    group = dense[group]
-    del dense
-    g_lane, g_rank = np.divmod(present, np.int64(len(step_ids)))
-    dur = t1 - t0
-    work = HOST_WORK[label]
-    hidden = busy_ns * work
-    out = pd.DataFrame({"pid": views.lane_pid[g_lane], "tid": views.lane_tid[g_lane], "step": step_ids[g_rank]})
+    cell = dense[group] * np.int64(len(LABELS)) + label
+    del dense, group
     n = len(present)
+    by_label = _sums(cell, t1 - t0, n * len(LABELS)).reshape(n, len(LABELS))
+    hidden = _sums(cell, busy_ns, n * len(LABELS)).reshape(n, len(LABELS))[:, HOST_WORK].sum(axis=1)
+    g_lane, g_rank = np.divmod(present, np.int64(len(step_ids)))
+    out = pd.DataFrame({"pid": views.lane_pid[g_lane], "tid": views.lane_tid[g_lane], "step": step_ids[g_rank]})
     for i, name in enumerate(LABELS):
-        out[COLUMNS[name]] = _sums(group, dur, n, label == i)
-    out["host_wall_ns"] = _sums(group, dur, n)
-    out["exposed_orchestration_ns"] = _sums(group, dur * work - hidden, n)
-    out["hidden_orchestration_ns"] = _sums(group, hidden, n)
+        out[COLUMNS[name]] = by_label[:, i]
+    out["host_wall_ns"] = by_label.sum(axis=1)
+    out["exposed_orchestration_ns"] = by_label[:, HOST_WORK].sum(axis=1) - hidden
+    out["hidden_orchestration_ns"] = hidden
     return out
 
 
-def _sums(group: np.ndarray, values: np.ndarray, n: int, where: np.ndarray | None = None) -> np.ndarray:
-    """Exact int64 sums per group (of the rows in ``where``).
+def _step_rank(steps: Steps, step_ids: np.ndarray, t_ns: np.ndarray) -> np.ndarray:
+    """Rank in ``step_ids`` of the step of each time (``Steps.assign`` with one search, not two)."""
+    table = steps.table
+    starts, ends = table["start_ns"].to_numpy(np.int64), table["end_ns"].to_numpy(np.int64)
+    between = np.searchsorted(step_ids, BETWEEN)
+    if len(starts) == 0:
+        return np.full(len(t_ns), between, np.int64)
+    rank = np.searchsorted(step_ids, table["step"].to_numpy(np.int64))
+    pos = np.searchsorted(starts, t_ns, side="right") - 1
+    inside = (pos >= 0) & (t_ns < ends[np.maximum(pos, 0)])
+    return np.where(inside, rank[np.maximum(pos, 0)], between)
+
+
+def _sums(codes: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """Exact int64 sums of non-negative ``values`` per code.
 
     ``np.bincount`` adds in float64, which is exact while every partial sum
-    stays below 2**53 ns (104 days); longer totals are summed in int64.
+    stays below 2**53 ns (104 days); larger totals are summed in int64.
     """
-    g, v = (group, values) if where is None else (group[where], values[where])
-    if len(v) == 0:
-        return np.zeros(n, np.int64)
-    if float(np.abs(v).sum(dtype=np.float64)) < 2**52:  # margin for the rounding of this check
-        return np.bincount(g, weights=v, minlength=n).astype(np.int64)
+    if float(values.sum(dtype=np.float64)) < 2**52:  # margin for the rounding of this check
+        return np.bincount(codes, weights=values, minlength=n).astype(np.int64)
     out = np.zeros(n, np.int64)
-    np.add.at(out, g, v.astype(np.int64))
+    np.add.at(out, codes, values.astype(np.int64))
     return out
 
 

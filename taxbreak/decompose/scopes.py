@@ -45,9 +45,9 @@ def _api_steps(inp: ScopeInputs) -> _ApiSteps:
 def _compute_api_steps(inp: ScopeInputs) -> _ApiSteps:
     api = inp.views.api
     step = inp.steps.assign(api.start_ns)
-    is_launch = np.isin(api.kind, LAUNCH_API_KINDS)
-    orphan = np.isin(api.kind, LINKABLE_API_KINDS) & (api.correlation != -1) & ~inp.links.api_has_device
-    lib = np.flatnonzero(api.kind == "library")
+    is_launch = api.kind_is(*LAUNCH_API_KINDS)
+    orphan = api.kind_is(*LINKABLE_API_KINDS) & (api.correlation != -1) & ~inp.links.api_has_device
+    lib = np.flatnonzero(api.kind_is("library"))
     depth, _ = nesting(api.lane[lib], api.start_ns[lib], api.end_ns[lib] - api.start_ns[lib])
     outer = lib[depth == 0]  # nested library calls are inside their caller's range already
     roots = inp.links.roots

@@ -59,6 +59,10 @@ class Grouping:
 
 
 def _us(ns) -> float | None:
+    if type(ns) is int and -2**50 < ns < 2**50:
+        # ns / 1000 is already the double nearest to a 3-decimal value, so
+        # round(..., 3) returns it unchanged while one ulp is far below 0.001 (|ns| < 2**50)
+        return ns / 1000.0
     if ns is None or ns is pd.NA or ns != ns:
         return None
     return round(float(ns) / 1000.0, 3)

@@ -56,6 +56,16 @@ class Host:
     is_aten: np.ndarray  # kind op and name starting with aten::
     name_codes: np.ndarray  # name = name_cats[name_codes]
     name_cats: np.ndarray
+    kind_codes: np.ndarray | None = None  # kind = kind_cats[kind_codes]
+    kind_cats: np.ndarray | None = None
+
+    def kind_is(self, *kinds: str) -> np.ndarray:
+        """``np.isin(kind, kinds)``, decided once per distinct kind and spread by codes."""
+        if self.kind_codes is None:
+            return np.isin(self.kind, kinds)
+        if len(self.kind_codes) == 0:
+            return np.zeros(0, dtype=bool)
+        return np.isin(self.kind_cats, kinds)[self.kind_codes]
 
 
 @dataclass
@@ -74,6 +84,16 @@ class Api:
     external_id: np.ndarray
     name_codes: np.ndarray
     name_cats: np.ndarray
+    kind_codes: np.ndarray | None = None
+    kind_cats: np.ndarray | None = None
+
+    def kind_is(self, *kinds: str) -> np.ndarray:
+        """``np.isin(kind, kinds)``, decided once per distinct kind and spread by codes."""
+        if self.kind_codes is None:
+            return np.isin(self.kind, kinds)
+        if len(self.kind_codes) == 0:
+            return np.zeros(0, dtype=bool)
+        return np.isin(self.kind_cats, kinds)[self.kind_codes]
 
 
 @dataclass
@@ -134,18 +154,21 @@ def build_views(tables: TraceTables) -> Views:
     tids = np.concatenate([_ints(he, "tid"), _ints(ac, "tid")])
     lane, lane_pid, lane_tid = dense_pairs(pids, tids)
     n_he = he.num_rows
-    kind = _strs(he, "kind")
+    k_codes, k_cats = _codes(he, "kind")
+    kind = k_cats[k_codes] if n_he else np.zeros(0, dtype=object)
     is_aten = (kind == "op") & np.asarray(pc.fill_null(pc.starts_with(he.column("name"), "aten::"), False)
                                           .to_numpy(zero_copy_only=False), dtype=bool)
     h_codes, h_cats = _codes(he, "name")
     host = Host(lane[:n_he], pids[:n_he], tids[:n_he], kind, h_cats[h_codes] if n_he else h_cats,
                 _ints(he, "start_ns"), _ints(he, "start_ns") + _ints(he, "dur_ns"), _ints(he, "external_id"),
-                is_aten, h_codes, h_cats)
+                is_aten, h_codes, h_cats, k_codes, k_cats)
     a_codes, a_cats = _codes(ac, "name")
-    api = Api(lane[n_he:], pids[n_he:], tids[n_he:], _ints(ac, "process"), _strs(ac, "kind"),
+    ak_codes, ak_cats = _codes(ac, "kind")
+    api = Api(lane[n_he:], pids[n_he:], tids[n_he:], _ints(ac, "process"),
+              ak_cats[ak_codes] if ac.num_rows else np.zeros(0, dtype=object),
               a_cats[a_codes] if ac.num_rows else a_cats, _ints(ac, "start_ns"),
               _ints(ac, "start_ns") + _ints(ac, "dur_ns"), _ints(ac, "correlation"), _ints(ac, "external_id"),
-              a_codes, a_cats)
+              a_codes, a_cats, ak_codes, ak_cats)
     return Views(host, api, _device(tables.device_activities), len(lane_pid), lane_pid, lane_tid)
 
 

@@ -164,8 +164,9 @@ def int_ids(values: list, default: int = -1) -> np.ndarray:
     (Kineto ids are integers; only ``blocks per SM``-like args are floats).
     Values above the int64 range (uint64 tids) wrap to their two's complement.
     """
-    try:  # the common case, ints and absent values, converted in C; Arrow refuses
-        # (and the numpy attempts below take over) floats, bools, strings and uint64
+    try:  # the common case, ints and absent values, converted in C. Arrow refuses
+        # bools, strings and uint64 (the numpy attempts below take over); it truncates
+        # floats exactly as numpy does (tests/readers/test_kineto_fastpaths.py)
         ids = pa.array(values, type=pa.int64())
         return ids.fill_null(default).to_numpy() if ids.null_count else ids.to_numpy()
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):

@@ -130,8 +130,10 @@ def _bar_group(label: str, metrics: dict) -> BarGroup:
 
 
 def _phase_table(order: list[str], phases: dict, summary: dict) -> Markup:
+    # the host rows are measured without a GPU too: on a CPU run they are the comparable numbers
     keys = [k for k, _ in COMPONENTS] + ["orchestration_us", "device_active_us", "hdbi", "kernels",
-                                         "kernels_per_token", "orchestration_us_per_token", "steps"]
+                                         "kernels_per_token", "orchestration_us_per_token", "steps",
+                                         "aten_ops", "aten_ops_per_token", "host_wall_us"]
     head = tag("tr", tag("th", "metric"), *[tag("th", p) for p in order + ["all"]])
     rows = [tag("tr", tag("td", key), *[_cell(_mval(phases.get(p) if p != "all" else summary.get("all"), key), key)
                                        for p in order + ["all"]]) for key in keys]

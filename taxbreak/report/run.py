@@ -16,7 +16,8 @@ from ..trace.errors import TraceFormatError, TraceNotFoundError, UnsupportedForm
 MANIFEST = "manifest.json"
 TRACE_NAMES = ("trace.json.gz", "trace.json", "trace.sqlite", "trace.nsys-rep")
 TRACE_SUFFIXES = (".json.gz", ".json", ".sqlite", ".nsys-rep")
-_NOT_TRACES = {MANIFEST, "summary.json", "trace_meta.json"}
+_NOT_TRACES = {MANIFEST, "summary.json", "trace_meta.json", "sweep.json", "sweep_point.json"}
+SWEEP_INDEX = "sweep.json"  # written by `taxbreak sweep` (docs/sweep.md)
 
 
 @dataclass
@@ -44,6 +45,10 @@ def find_trace(path: str | Path) -> tuple[Path, dict | None]:
                                  hint="give a run directory (with manifest.json) or a trace file")
     if p.is_file():
         return p, None
+    if (p / SWEEP_INDEX).is_file() and not (p / MANIFEST).is_file():
+        raise UnsupportedFormatError("run.not_a_run", "a sweep directory, not one run", path=str(p),
+                                     hint=f"the sweep's own report is {p / 'sweep.html'}; give one of its "
+                                          "point directories (b<B>-s<S>) here")
     manifest = read_manifest(p / MANIFEST) if (p / MANIFEST).is_file() else None
     for name in TRACE_NAMES:
         if (p / name).is_file():

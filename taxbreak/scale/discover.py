@@ -9,6 +9,9 @@ from ..trace.errors import TraceNotFoundError, UsageError
 # Suffixes taxbreak reads (readers/detect.py decides the format from content).
 TRACE_SUFFIXES = (".json", ".json.gz", ".sqlite", ".nsys-rep")
 RUN_MANIFEST = "manifest.json"
+# JSON files taxbreak itself writes beside traces (run directories, sweeps, convert):
+# never traces, so a sweep folder or a converted folder is not misread as a bad trace.
+NOT_TRACES = frozenset({RUN_MANIFEST, "summary.json", "sweep.json", "sweep_point.json", "trace_meta.json"})
 # A gzip member's trailer keeps the uncompressed size modulo 2**32 (RFC 1952).
 _GZIP_ISIZE_WRAP = 2**32
 
@@ -18,10 +21,20 @@ def is_run_dir(path: str | Path) -> bool:
     return (Path(path) / RUN_MANIFEST).is_file()
 
 
-def find_traces(folder: str | Path) -> list[Path]:
-    """The trace files directly inside ``folder``, sorted by name.
+def _is_trace_file(path: Path) -> bool:
+    return (path.is_file() and not path.name.startswith(".") and path.name not in NOT_TRACES
+            and path.name.endswith(TRACE_SUFFIXES))
 
-    A run directory's own manifest and any hidden file are not traces.
+
+def _is_entry(path: Path) -> bool:
+    """A trace file, or a run directory (one per run, e.g. the points of a sweep)."""
+    return _is_trace_file(path) or (path.is_dir() and not path.name.startswith(".") and is_run_dir(path))
+
+
+def find_traces(folder: str | Path) -> list[Path]:
+    """The trace files and run directories directly inside ``folder``, sorted by name.
+
+    taxbreak's own JSON outputs (``NOT_TRACES``) and hidden files are not traces.
 
     Raises:
         TraceNotFoundError: ``folder`` does not exist (``input.not_found``).
@@ -30,15 +43,11 @@ def find_traces(folder: str | Path) -> list[Path]:
     root = Path(folder)
     if not root.is_dir():
         raise TraceNotFoundError("input.not_found", "no such folder", path=str(root))
-    traces = sorted(
-        p for p in root.iterdir()
-        if p.is_file() and not p.name.startswith(".") and p.name != RUN_MANIFEST
-        and p.name.endswith(TRACE_SUFFIXES)
-    )
+    traces = sorted(p for p in root.iterdir() if _is_entry(p))
     if not traces:
         raise UsageError(
             "run.no_traces", "the folder holds no trace file", path=str(root),
-            hint=f"expected files ending in {', '.join(TRACE_SUFFIXES)}",
+            hint=f"expected files ending in {', '.join(TRACE_SUFFIXES)} or run directories",
         )
     return traces
 
@@ -48,7 +57,7 @@ def is_trace_folder(path: str | Path) -> bool:
     root = Path(path)
     if not root.is_dir() or is_run_dir(root):
         return False
-    return any(p.is_file() and p.name.endswith(TRACE_SUFFIXES) for p in root.iterdir())
+    return any(_is_entry(p) for p in root.iterdir())
 
 
 def uncompressed_bytes(path: str | Path) -> int:
@@ -59,6 +68,8 @@ def uncompressed_bytes(path: str | Path) -> int:
     wrap count for the sizes seen in practice.
     """
     src = Path(path)
+    if src.is_dir():  # a run directory: its trace file(s) decide the memory it needs
+        return sum(uncompressed_bytes(f) for f in src.glob("trace.*") if f.is_file())
     size = src.stat().st_size
     if not src.name.endswith(".gz") or size < 18:
         return size

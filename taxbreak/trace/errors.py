@@ -19,6 +19,8 @@ ERROR_CODES: dict[str, str] = {
     "input.empty": "the file is empty",
     "input.unreadable": "the file cannot be read (permissions, a directory, I/O error)",
     "format.unknown": "the content is neither Kineto JSON nor an Nsight Systems export",
+    # outputs
+    "output.unwritable": "an output file or folder cannot be written (missing parent folder, permissions, disk full)",
     # Kineto JSON
     "gzip.truncated": "a gzip stream ends early or is corrupt",
     "json.invalid": "the content is not valid JSON",

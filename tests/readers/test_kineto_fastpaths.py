@@ -136,3 +136,42 @@ def test_raw_text_rejects_invalid_utf8():
 def test_concat_widens_to_int64():
     col = C._concat([np.array([1, 2], dtype=np.int32), np.array([2**40], dtype=np.int64)])
     assert col.dtype == np.int64 and col.tolist() == [1, 2, 2**40]
+
+
+def _inflate_threads() -> list:
+    import threading
+
+    return [t for t in threading.enumerate() if t.name == "taxbreak-inflate"]
+
+
+def test_inflate_thread_stops_when_the_reader_stops_early(tmp_path):
+    import gzip
+    import os
+
+    from taxbreak.readers import kineto_stream as ks
+
+    path = tmp_path / "noise.json.gz"
+    path.write_bytes(gzip.compress(os.urandom(1 << 20) * 8, compresslevel=1))  # many blocks
+    blocks = ks.iter_blocks(path)
+    assert len(next(blocks)) > 0
+    blocks.close()  # the reader gives up (e.g. StreamFallback) after one block
+    assert _inflate_threads() == []
+
+
+def test_inflate_errors_are_raised_in_the_reading_thread(tmp_path):
+    import gzip
+
+    from taxbreak.readers import kineto_stream as ks
+
+    whole = gzip.compress(b'{"traceEvents": []}' * 50_000)
+    path = tmp_path / "short.json.gz"
+    path.write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(ks.StreamFallback, match="ends early"):
+        b"".join(ks.iter_blocks(path))
+    assert _inflate_threads() == []
+
+
+def test_release_freed_heap_is_safe_to_call():
+    from taxbreak.readers.kineto_io import release_freed_heap
+
+    assert release_freed_heap() is None

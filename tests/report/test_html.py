@@ -100,6 +100,17 @@ def test_planted_trace_report_numbers(tmp_path):
     assert html.count('class="idle"') == 4  # device idle gaps: before K1, K1-K2, K2-K3, after K3
 
 
+def test_phase_table_shows_the_host_side_numbers(tmp_path):
+    # ATen ops per token and host wall are measured on a CPU run too, so the table carries them
+    trace = write_planted(tmp_path / "t.json")
+    a = analyze(trace, floor_us=FLOOR_US, tokens=2)
+    html = render_html(a, title=str(trace))
+    phase_table = html[html.index("<td>steps</td>"):]
+    ops = a.summary["all"]["aten_ops"]
+    assert re.search(rf"<td>aten_ops</td>(<td[^>]*>[^<]*</td>)*?<td[^>]*>{ops}</td>", phase_table)
+    assert "<td>aten_ops_per_token</td>" in phase_table and "<td>host_wall_us</td>" in phase_table
+
+
 def test_cli_report_from_run_directory(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
@@ -123,6 +134,14 @@ def test_cli_report_errors_are_one_line(tmp_path):
     (bad / "trace.json").write_text("{}")
     result = CliRunner().invoke(main, ["report", str(bad)])
     assert result.exit_code == 1 and result.stderr.startswith("error[run.not_a_run]")
+    # a sweep directory's index is not a trace: point the user at the sweep's report
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    (sweep / "sweep.json").write_text('{"points": []}')
+    result = CliRunner().invoke(main, ["report", str(sweep)])
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"error[run.not_a_run]: {sweep}: a sweep directory, not one run")
+    assert str(sweep / "sweep.html") in result.stderr
 
 
 SMALL_REAL = ["HolisticTraceAnalysis/tests/data/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz",

@@ -1,0 +1,89 @@
+"""The fast paths of the decomposer agree exactly with their plain definitions."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from taxbreak.decompose.intervals import (_dense_pairs_lexsort, covered_before, dense_pairs, union_intervals,
+                                          unique_inverse)
+from taxbreak.decompose.partition import _sums
+from taxbreak.decompose.summary import _Codes, _us
+from taxbreak.trace.nesting import lane_clock, nesting, small_lanes
+
+_ints = st.lists(st.integers(-50, 50), max_size=40)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(-2**50 + 1, 2**50 - 1))
+def test_us_skips_round_only_where_it_is_exact(ns):
+    assert _us(ns) == round(float(ns) / 1000.0, 3)
+
+
+def test_us_keeps_unmeasured_and_large_values():
+    assert _us(None) is None and _us(pd.NA) is None and _us(float("nan")) is None
+    assert _us(2**60) == round(float(2**60) / 1000.0, 3)
+    assert _us(1234.5) == 1.234  # floats still go through round()
+
+
+@settings(max_examples=200, deadline=None)
+@given(_ints)
+def test_unique_inverse_matches_numpy(values):
+    arr = np.array(values, dtype=np.int64)
+    uniq, inv = unique_inverse(arr)
+    ref_uniq, ref_inv = np.unique(arr, return_inverse=True)
+    assert uniq.tolist() == ref_uniq.tolist() and inv.tolist() == ref_inv.ravel().tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(-3, 3), st.integers(-3, 3)), max_size=30), st.booleans())
+def test_dense_pairs_packed_matches_lexsort(pairs, far):
+    a = np.array([p[0] for p in pairs], dtype=np.int64) * (2**60 if far else 1)
+    b = np.array([p[1] for p in pairs], dtype=np.int64)
+    got, ref = dense_pairs(a, b), _dense_pairs_lexsort(a, b)
+    assert all(x.tolist() == y.tolist() for x, y in zip(got, ref))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(-40, 40), st.integers(0, 15)), max_size=12), _ints)
+def test_covered_before_matches_brute_force(ivs, times):
+    start, end = union_intervals(np.array([s for s, _ in ivs], np.int64), np.array([s + d for s, d in ivs], np.int64))
+    t = np.array(times, dtype=np.int64)
+    want = [sum(max(0, min(e, x) - s) for s, e in zip(start.tolist(), end.tolist())) for x in t.tolist()]
+    assert covered_before(start, end, t).tolist() == want
+
+
+def test_lane_clock_ranks_when_offsets_would_overflow():
+    start = np.array([-2**62, 0, 2**62], dtype=np.int64)
+    clock = lane_clock(3, [start])
+    assert clock.values is not None  # rank mode
+    keys = clock.key(np.array([2, 0, 1]), start)
+    assert clock.split(keys)[0].tolist() == [2, 0, 1] and clock.split(keys)[1].tolist() == start.tolist()
+    assert lane_clock(3, [np.array([5, 9])]).values is None  # offset mode: no sort
+
+
+def test_nesting_same_with_huge_or_negative_lane_ids():
+    lane = np.array([7, 7, 7, 3, 3], dtype=np.int64)
+    start = np.array([0, 1, 2, 0, 0], dtype=np.int64)
+    dur = np.array([10, 5, 0, 4, 4], dtype=np.int64)
+    dense = nesting(lane, start, dur)
+    for shifted in (lane * 2**58, lane - 2**62):
+        got = nesting(shifted, start, dur)
+        assert got[0].tolist() == dense[0].tolist() and got[1].tolist() == dense[1].tolist()
+    assert small_lanes(lane * 2**58)[1] == 2  # replaced by ranks
+
+
+def test_partition_sums_exact_beyond_float_precision():
+    codes = np.array([0, 1, 0, 1], dtype=np.int64)
+    big = np.array([2**53 + 1, 3, 2**53 + 3, 0], dtype=np.int64)
+    assert _sums(codes, big, 2).tolist() == [2**54 + 4, 3]
+    assert _sums(codes, np.array([1, 2, 3, 4]), 3).tolist() == [4, 6, 0]
+
+
+def test_group_codes_for_ints_ranges_and_names():
+    steps = _Codes(pd.Index([5, 2, -1, 9]), 4)
+    assert steps(np.array([9, 2, 7, -1, 5])).tolist() == [3, 1, -1, 2, 0]
+    assert _Codes(pd.Index(range(3)), 3)(np.array([0, 2, 3, -1])).tolist() == [0, 2, -1, -1]
+    assert _Codes(pd.Index(["decode", "prefill"]), 2)(np.array(["prefill", "x"], dtype=object)).tolist() == [1, -1]
+    assert _Codes(pd.Index([], dtype=np.int64), 0)(np.array([1])).tolist() == [-1]
