@@ -99,7 +99,8 @@ def _take(values: np.ndarray, idx: np.ndarray, fill=NONE) -> np.ndarray:
 
 def _na(values: np.ndarray, valid: np.ndarray) -> pd.Series:
     """Nullable Int64 column: NA where not ``valid`` (a missing link is never 0)."""
-    return pd.Series(pd.array(np.where(valid, values, 0).astype(np.int64), dtype="Int64")).where(valid, pd.NA)
+    # values and mask straight into the nullable array (no second pass to blank the invalid rows)
+    return pd.Series(pd.arrays.IntegerArray(np.where(valid, values, 0).astype(np.int64), ~np.asarray(valid, bool)))
 
 
 def _str(codes: np.ndarray, cats: np.ndarray, idx: np.ndarray) -> pd.Series:

@@ -50,7 +50,7 @@ _PENDING: dict[str, threading.Thread] = {}  # background writes of this process,
 _PENDING_LOCK = threading.Lock()
 
 # Bump when a reader changes what it writes into the tables for the same input.
-READER_FORMAT_VERSION = 1
+READER_FORMAT_VERSION = 2  # 2: profiler span as event.profiler_span
 DEFAULT_MAX_BYTES = 5 * 1024**3
 ENTRY_FILE = "entry.json"
 _TMP_PREFIX = ".tmp-"

@@ -18,6 +18,7 @@ DIAGNOSTIC_CODES: dict[str, tuple[str, str]] = {
     "event.missing_field": (DATA_LOSS, "event without ts/ph/name; skipped"),
     "event.wrong_type": (DATA_LOSS, "event field with the wrong JSON type; skipped"),
     "event.unknown_category": (DATA_LOSS, "event of a category taxbreak does not model; skipped"),
+    "event.profiler_span": (INFO, "the profiler's own window span (cat 'Trace'); not a workload event"),
     "event.instant": (INFO, "instant event (memory, iteration marks); not modelled"),
     "event.unsupported_phase": (DATA_LOSS, "event with a ph value other than X/i/M/s/f/t/B/E; skipped"),
     "event.unbalanced": (DATA_LOSS, "B/E pair without its partner; skipped"),

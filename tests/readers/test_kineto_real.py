@@ -69,7 +69,8 @@ def test_accounting_matches_independent_counts(path):
         assert tables.meta.event_counts[name] == expected[name], name
     assert tables.counts() == {k: expected[k] for k in tables.counts()}
     assert sum(tables.meta.event_counts.values()) == len(events)
-    dropped_codes = ["event.instant", "event.unknown_category", "event.unsupported_phase", "event.missing_field",
+    dropped_codes = ["event.instant", "event.profiler_span", "event.unknown_category", "event.unsupported_phase",
+                     "event.missing_field",
                      "event.wrong_type", "event.begin_end"]
     assert sum(tables.diagnostics.count(c) for c in dropped_codes) == expected["dropped"]
     launches = sum(1 for e in events if e.get("cat") in API and e.get("name") in LAUNCH_NAMES)
@@ -135,7 +136,8 @@ def test_cpu_only_and_range_profiler_traces_have_empty_device_tables(shared_trac
     assert cpu.meta.rank == 34
     rng = read_kineto(shared_traces / "HolisticTraceAnalysis/tests/data/cupti_profiler/benchmark_result_924719_1679055439_trace.json.gz")
     assert rng.device_activities.num_rows == 0
-    assert rng.diagnostics.count("event.unknown_category") == 79  # 77 cuda_profiler_range + 2 Trace spans
+    assert rng.diagnostics.count("event.unknown_category") == 77  # cuda_profiler_range
+    assert rng.diagnostics.count("event.profiler_span") == 2  # the two "Trace" spans
 
 
 def test_legacy_flows_and_names_from_metadata(shared_traces):
