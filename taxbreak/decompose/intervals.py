@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..trace.nesting import nesting
+from ..trace.nesting import lane_clock, nesting, small_lanes
 
 
 def innermost_enclosing(
@@ -37,6 +37,9 @@ def innermost_enclosing(
     found = np.full(n_q, -1, dtype=np.int64)
     if n_iv == 0 or n_q == 0:
         return found
+    fast = _enclosing_disjoint(iv_lane, iv_start_ns, iv_end_ns, q_lane, q_time_ns)
+    if fast is not None:
+        return fast
     lane = np.concatenate([np.asarray(iv_lane, np.int64), np.asarray(q_lane, np.int64)])
     start = np.concatenate([np.asarray(iv_start_ns, np.int64), np.asarray(q_time_ns, np.int64)])
     dur = np.concatenate([np.maximum(np.asarray(iv_end_ns) - np.asarray(iv_start_ns), 0), np.zeros(n_q, np.int64)])
@@ -50,6 +53,30 @@ def innermost_enclosing(
     inside = (iv_start_ns[cand] <= t) & (t < iv_end_ns[cand]) | (iv_start_ns[cand] == t)
     found[np.flatnonzero(ok)[inside]] = cand[inside]
     return found
+
+
+def _enclosing_disjoint(iv_lane, iv_start_ns, iv_end_ns, q_lane, q_time_ns) -> np.ndarray | None:
+    """:func:`innermost_enclosing` when no two intervals of a lane overlap (e.g. the outermost
+    ATen ops), else ``None``.
+
+    Then the only candidate is the last interval starting at or before the query
+    time: one sort of the intervals and one binary search per query instead of
+    a nesting sweep over both. A zero-length interval encloses nothing (in the
+    sweep it is closed before the query opens), hence the strict ``t < end``.
+    """
+    iv_lane, q_lane = np.asarray(iv_lane, np.int64), np.asarray(q_lane, np.int64)
+    start, end, t = (np.asarray(a, np.int64) for a in (iv_start_ns, iv_end_ns, q_time_ns))
+    lanes, n_lanes = small_lanes(np.concatenate([iv_lane, q_lane]))
+    clock = lane_clock(n_lanes, [start, end, t])
+    start_key = clock.key(lanes[:len(start)], start)
+    order = np.lexsort((-end, start_key))
+    s_key, s_lane, s_end = start_key[order], lanes[:len(start)][order], end[order]
+    if (end[order] < start[order]).any() or ((s_lane[1:] == s_lane[:-1]) & (start[order][1:] < s_end[:-1])).any():
+        return None
+    pos = np.searchsorted(s_key, clock.key(lanes[len(start):], t), side="right") - 1
+    cand = order[np.maximum(pos, 0)]
+    inside = (pos >= 0) & (lanes[:len(start)][cand] == lanes[len(start):]) & (t < end[cand])
+    return np.where(inside, cand, -1)
 
 
 def union_intervals(start_ns: np.ndarray, end_ns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -6,8 +6,8 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from taxbreak.decompose.intervals import (_dense_pairs_lexsort, covered_before, dense_pairs, union_intervals,
-                                          unique_inverse)
+from taxbreak.decompose.intervals import (_dense_pairs_lexsort, _enclosing_disjoint, covered_before, dense_pairs,
+                                          innermost_enclosing, union_intervals, unique_inverse)
 from taxbreak.decompose.partition import _sums
 from taxbreak.decompose.summary import _Codes, _us
 from taxbreak.trace.nesting import lane_clock, nesting, small_lanes
@@ -87,3 +87,33 @@ def test_group_codes_for_ints_ranges_and_names():
     assert _Codes(pd.Index(range(3)), 3)(np.array([0, 2, 3, -1])).tolist() == [0, 2, -1, -1]
     assert _Codes(pd.Index(["decode", "prefill"]), 2)(np.array(["prefill", "x"], dtype=object)).tolist() == [1, -1]
     assert _Codes(pd.Index([], dtype=np.int64), 0)(np.array([1])).tolist() == [-1]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 1), st.integers(0, 6)), min_size=1, max_size=12),
+       st.lists(st.tuples(st.integers(0, 1), st.integers(-2, 40)), min_size=1, max_size=10))
+def test_enclosing_among_disjoint_intervals(cuts, queries):
+    """Among disjoint intervals the answer is the one interval holding t (search path or,
+    with a zero-length interval at another's start, the nesting sweep)."""
+    lanes, starts, ends = [], [], []
+    cursor = {0: 0, 1: 0}
+    for lane, gap_and_len in cuts:  # back to back or spaced, zero-length allowed
+        s = cursor[lane] + gap_and_len % 3
+        e = s + gap_and_len // 2
+        lanes.append(lane), starts.append(s), ends.append(e)
+        cursor[lane] = e
+    lane, start, end = (np.array(v, dtype=np.int64) for v in (lanes, starts, ends))
+    q_lane = np.array([q[0] for q in queries], dtype=np.int64)
+    q_t = np.array([q[1] for q in queries], dtype=np.int64)
+    want = [next((i for i in range(len(start)) if lane[i] == ql and start[i] <= t < end[i]), -1)
+            for ql, t in zip(q_lane.tolist(), q_t.tolist())]
+    assert innermost_enclosing(lane, start, end, q_lane, q_t).tolist() == want
+
+
+def test_disjoint_intervals_take_the_search_path():
+    lane, start, end = np.array([0, 0, 1]), np.array([0, 5, 0]), np.array([5, 9, 3])
+    got = _enclosing_disjoint(lane, start, end, np.array([0, 0, 1, 1, 0]), np.array([5, 4, 3, 0, 9]))
+    assert got is not None and got.tolist() == [1, 0, -1, 2, -1]
+    # nested (overlapping) intervals fall back to the sweep
+    assert _enclosing_disjoint(np.array([0, 0]), np.array([0, 1]), np.array([9, 2]), np.array([0]),
+                               np.array([1])) is None
