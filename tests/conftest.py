@@ -33,3 +33,13 @@ def shared_traces() -> Path:
 def _isolated_cache(tmp_path_factory, monkeypatch):
     """Each test gets its own cache dir so floor/parse caches never leak between tests."""
     monkeypatch.setenv("TAXBREAK_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+
+
+# In CI (CI=true) property tests draw the same examples every run, so a rare
+# float corner case found by chance cannot fail a submission at random; locally
+# they keep exploring. Found failures are pinned with @example.
+from hypothesis import settings as _hypothesis_settings  # noqa: E402
+
+_hypothesis_settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
+if os.environ.get("CI"):
+    _hypothesis_settings.load_profile("ci")

@@ -39,7 +39,7 @@ calibrations = st.builds(
 )
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=80, deadline=None, derandomize=True)
 @given(calibrations, st.floats(16, 4096), st.floats(16, 4096), st.integers(1, 100_000))
 @example(Calibration(0.0625, 5.930572345106556e-05, 0.0625, 5.930572345106556e-05,
                      beta_mb=(5.930572345106556e-05, 1e-16, 0.0)), 16.0, 16.0, 1)
@@ -53,6 +53,10 @@ def test_delta_sign_flips_at_the_crossover(calib, mu_l, mu_o, n):
     # Δ(∞) is the contention term alone; a large finite N is not enough when the contention
     # is tiny and N× lies beyond it (hypothesis found N× > 1e12 with β_MB ≈ β_EB)
     far = crossover_delta(calib, load, math.inf)
+    # Near N× the two terms cancel and float rounding decides the sign: only a
+    # difference well above the rounding of |contention| + |K/N| is a claim.
+    if abs(delta) <= 1e-9 * (abs(far) + abs(delta - far)):
+        return
     assert np.sign(delta) == (np.sign(far) if n > n_cross else -np.sign(far))
 
 
