@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import math
+import numbers
 import logging
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -10,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..trace.diagnostics import Diagnostics
+from ..trace.errors import UsageError
 from ..trace.tables import TraceTables
 from .components import build_kernels
 from .floor import resolve_floor
@@ -69,7 +72,7 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
 
     Args:
         path_or_tables: a trace file, a run directory (``manifest.json`` + trace) or a ``TraceTables``.
-        floor_us: T_sys in µs; overrides the cached or published floor (source ``cli``).
+        floor_us: T_sys in µs; overrides the cached or published floor (source ``given``).
         step_pattern: regex naming step ranges (named group ``phase`` optional).
         tokens: output tokens of the whole trace (default: the run manifest's ``new_tokens`` × runs).
 
@@ -77,9 +80,12 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
         An :class:`Analysis`.
 
     Raises:
-        UsageError: ``usage.step_pattern`` when ``step_pattern`` does not compile.
+        UsageError: ``usage.step_pattern`` when ``step_pattern`` does not compile;
+            ``usage.invalid`` for a floor that is not a positive finite number or a token
+            count that is not a positive integer.
         TaxbreakError: whatever the reader raises for a bad trace.
     """
+    _check_arguments(floor_us, tokens)
     pattern = compile_pattern(step_pattern)
     source = resolve_input(path_or_tables)
     tables = source.tables
@@ -97,8 +103,10 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
     # runs recorded in the trace itself first, then the manifest's count
     passes = steps.runs or source.runs or 1
     trace_tokens = tokens if tokens is not None else (source.new_tokens * passes if source.new_tokens else None)
+    # T_py counts as measured only if some kernel's ATen op actually has an enclosing torch-level op
+    t_py_measured = bool(links.has_torch_level and kernels["t_py_ns"].notna().any())
     ctx = Context(floor, kernels.attrs.get("t_dispatch_base_ns"), trace_tokens, views.device.row.size > 0,
-                  links.has_torch_level, links.has_library_ranges)
+                  t_py_measured, links.has_library_ranges)
     inputs = ScopeInputs(views, links, kernels, partition, steps, ctx)
     steps_df, step_dicts = step_table(inputs)
     phases_df, phase_dicts, all_dict = phase_table(inputs)
@@ -106,6 +114,16 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
     summary = {"all": all_dict, "phases": phase_dicts, "steps": step_dicts, "meta": meta,
                "diagnostics": diags.as_dict()}
     return Analysis(kernels, steps_df, phases_df, build_ops(views, kernels, links.roots), partition, summary, tables)
+
+
+def _check_arguments(floor_us, tokens) -> None:
+    """The notebook API gets the same argument checks as the CLI's option types."""
+    if floor_us is not None and not (isinstance(floor_us, numbers.Real) and math.isfinite(floor_us) and floor_us > 0):
+        raise UsageError("usage.invalid", f"floor_us must be a positive number of µs, got {floor_us!r}",
+                         hint="give the null-kernel floor in µs, e.g. floor_us=4.5, or None for the default")
+    if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, numbers.Integral) or tokens <= 0):
+        raise UsageError("usage.invalid", f"tokens must be a positive integer, got {tokens!r}",
+                         hint="the number of output tokens of the whole trace, or None to read the manifest")
 
 
 def _manifest_gpu(manifest: dict | None) -> str | None:
@@ -154,5 +172,8 @@ def _meta(tables: TraceTables, source, steps, floor, ctx: Context, passes: int) 
         "runs": passes,
         "tokens": ctx.tokens,
         "manifest": source.manifest,
+        # a run directory's capture overhead, so `analyze RUN_DIR --json` shows what `profile` showed
+        "capture_overhead_pct": (source.manifest or {}).get("capture_overhead_pct"),
+        "capture_overhead": (source.manifest or {}).get("capture_overhead"),
         "event_counts": dict(meta.event_counts),
     }

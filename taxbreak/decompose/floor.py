@@ -2,7 +2,7 @@
 
 Resolution order (docs/architecture.md, "Null-kernel floor"):
 
-1. ``floor_us`` given by the caller (``--floor-us``) — source ``cli``;
+1. ``floor_us`` given by the caller (``--floor-us``) — source ``given``;
 2. a cached measurement for the trace's GPU written by ``taxbreak floor``
    (``trace.paths.floor_cache_path``; the trace's driver version first, else the
    newest measurement of that GPU model) — source ``measured``;
@@ -46,14 +46,14 @@ def resolve_floor(tables: TraceTables, floor_us: float | None = None, gpu_name: 
 
     Args:
         tables: the trace; its device names and driver version select the cached/published value.
-        floor_us: an explicit floor in µs (source ``cli``).
+        floor_us: an explicit floor in µs (source ``given``).
         gpu_name: GPU name to use when the trace names none (e.g. from the run manifest).
     """
     gpu = _gpu_name(tables) or (gpu_name or "")
     if tables.device_activities.num_rows == 0:
         return Floor(None, "unavailable", gpu)
     if floor_us is not None:
-        return Floor(_to_ns(floor_us), "cli", gpu)
+        return Floor(_to_ns(floor_us), "given", gpu)
     cached = _cached_floor_us(gpu, _driver_version(tables))
     if cached is not None:
         return Floor(_to_ns(cached), "measured", gpu)

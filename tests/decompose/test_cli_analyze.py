@@ -35,7 +35,7 @@ def test_report_shows_phases_floor_and_ops(trace):
 def test_json_is_the_summary(trace):
     result = _run(trace[0], "--json", "--floor-us", "3.5", "--tokens", "4")
     data = json.loads(result.output)
-    assert data["all"]["floor_source"] == "cli" and data["all"]["floor_us"] == 3.5
+    assert data["all"]["floor_source"] == "given" and data["all"]["floor_us"] == 3.5
     assert data["all"]["tokens"] == 4 and data["all"]["kernels"] == len(trace[1].kernels)
     assert set(data) == {"all", "phases", "steps", "meta", "diagnostics"}
 

@@ -6,6 +6,7 @@ import json
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pytest
 
 from taxbreak.decompose import analyze
 from taxbreak.decompose.floor import resolve_floor
@@ -58,7 +59,7 @@ def test_orphans_are_counted_not_dropped():
 def test_floor_resolution_order(monkeypatch):
     tables = build(_spec("NVIDIA H200")).tables
     assert (resolve_floor(tables).source, resolve_floor(tables).floor_ns) == ("published:H200", 4_500)
-    assert resolve_floor(tables, 3.25).floor_ns == 3_250 and resolve_floor(tables, 3.25).source == "cli"
+    assert resolve_floor(tables, 3.25).floor_ns == 3_250 and resolve_floor(tables, 3.25).source == "given"
     tables.meta.extra = {"cuda_driver_version": "12090"}
     path = floor_cache_path("NVIDIA H200", "12090")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -66,8 +67,22 @@ def test_floor_resolution_order(monkeypatch):
     assert (resolve_floor(tables).source, resolve_floor(tables).floor_ns) == ("measured", 4_123)
     tables.meta.extra = {"cuda_driver_version": "99999"}  # no entry for this driver: newest of the GPU model
     assert (resolve_floor(tables).source, resolve_floor(tables).floor_ns) == ("measured", 4_123)
-    assert resolve_floor(tables, 3.0).source == "cli"  # the command line still wins
+    assert resolve_floor(tables, 3.0).source == "given"  # the command line still wins
     other = build(_spec("Tesla V100-SXM2-32GB")).tables
     assert (resolve_floor(other).source, resolve_floor(other).floor_ns) == ("published:default", 4_500)
     tables.device_activities = tables.device_activities.slice(0, 0)
     assert resolve_floor(tables).source == "unavailable" and resolve_floor(tables).floor_ns is None
+
+
+def test_analyze_rejects_bad_floor_and_token_arguments():
+    from taxbreak.decompose import analyze
+    from taxbreak.synth.planted import build, random_spec
+    from taxbreak.trace.errors import UsageError
+
+    tables = build(random_spec(np.random.default_rng(3), steps=1, ops=1)).tables
+    for kwargs in ({"floor_us": -1.0}, {"floor_us": float("nan")}, {"floor_us": 0}, {"tokens": 0},
+                   {"tokens": 2.5}, {"tokens": True}):
+        with pytest.raises(UsageError) as err:
+            analyze(tables, **kwargs)
+        assert err.value.code == "usage.invalid"
+    assert analyze(tables, floor_us=np.float32(4.5), tokens=np.int64(3)).summary["all"]["floor_source"] == "given"

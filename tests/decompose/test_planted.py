@@ -73,7 +73,7 @@ def test_floor_override_and_steps():
     a = analyze(planted.tables, floor_us=2.0, tokens=3)
     compare_kernels(a.kernels, planted.kernels, 2_000)
     s = a.summary
-    assert s["all"]["floor_source"] == "cli"
+    assert s["all"]["floor_source"] == "given"
     assert list(s["phases"]) == ["prefill", "decode"]
     assert [row["phase"] for row in s["steps"]] == ["prefill", "decode", "decode"]
     assert s["all"]["kernels_per_token"] == round(s["all"]["kernels"] / 3, 3)

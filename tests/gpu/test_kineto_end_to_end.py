@@ -116,7 +116,7 @@ def test_replay_end_to_end(tmp_path, simulated_gpu):
     assert k.loc["cublasLt_gemm_kernel", "launch_replay_us"] == pytest.approx(6.0)
     assert k.loc["vectorized_elementwise_add", "match_tier"] == 1
     s = result.summary
-    assert s["kernels_replayed"] == 2 and s["launches_replayed"] == 4 and s["floor_source"] == "cli"
+    assert s["kernels_replayed"] == 2 and s["launches_replayed"] == 4 and s["floor_source"] == "given"
     # isolated: base = add's 3.0 µs; mm (cuBLAS) ΔCT = 9 - 3 = 6 per launch, twice
     assert s["isolated"]["dispatch_base_us"] == pytest.approx(3.0)
     assert s["isolated"]["ct_us"] == pytest.approx(12.0)

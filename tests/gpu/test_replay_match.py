@@ -145,7 +145,7 @@ def test_compare_in_trace_vs_isolated_exact():
         {"kernel_id": add_id, "samples": 50, "dispatch_replay_us": 2.0, "launch_replay_us": 5.0, "match_tier": 2,
          "ambiguous_ranges": 1},
     ])
-    table, summary = compare(plan.kernels, matched, floor_us=4.5, floor_source="cli")
+    table, summary = compare(plan.kernels, matched, floor_us=4.5, floor_source="given")
     t = table.set_index("kernel_name")
     assert bool(t.loc["cublasGemmKernel", "is_library"]) and not bool(t.loc["vectorized_add_kernel", "is_library"])
     # isolated: base = median native dispatch = add 2.0 (nonzero/stray keep their in-trace 4.0 / NaN)

@@ -26,7 +26,7 @@ def test_hdbi_is_recomputed_from_sums_not_averaged():
 
 
 def test_agreed_constants_are_kept_and_disagreeing_ones_are_none():
-    combined, unmeasured = combine_metrics([_m(1.0, 1.0), _m(1.0, 1.0, floor_us=5.0, floor_source="cli")])
+    combined, unmeasured = combine_metrics([_m(1.0, 1.0), _m(1.0, 1.0, floor_us=5.0, floor_source="given")])
     assert combined["floor_us"] is None and combined["floor_source"] is None
     assert unmeasured["floor_us"] == "differs between traces"
     same, _ = combine_metrics([_m(1.0, 1.0), _m(2.0, 1.0)])
