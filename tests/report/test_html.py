@@ -94,7 +94,7 @@ def test_unmeasured_values_are_labelled_never_zero():
 def test_planted_trace_report_numbers(tmp_path):
     trace = write_planted(tmp_path / "t.json")
     html = render_html(analyze(trace, floor_us=FLOOR_US), title=str(trace))
-    assert "4.50 µs (source: cli)" in html
+    assert "4.50 µs (source: given)" in html
     assert "HDBI<b>0.324</b>" in html and "T_Orchestrate<b>37.50 µs</b>" in html
     assert "step 0 (decode) taxbreak/decode/0" in html
     assert html.count('class="idle"') == 4  # device idle gaps: before K1, K1-K2, K2-K3, after K3
