@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 from taxbreak.synth.bigtrace import write_big_kineto
+from taxbreak.capture.hostinfo import cpu_model
 
 _CHILD = """
 import json, sys, time
@@ -95,15 +96,7 @@ def bench_tables(tables_dir: Path, repeat: int) -> dict:
 
 
 def _machine() -> str:
-    cpu = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{os.cpu_count()} cores, {cpu}"
+    return f"{os.cpu_count()} cores, {cpu_model() or 'unknown CPU'}"
 
 
 def bench(n_events: int, out_dir: Path, gzip: bool) -> dict:

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from taxbreak.synth.bigtrace import write_big_kineto
+from taxbreak.capture.hostinfo import cpu_model
 
 _CHILD = """
 import json, sys, time
@@ -37,15 +38,7 @@ print(json.dumps({"parse_s": wall, "input_events": tables.meta.input_events, "ro
 
 
 def _machine() -> str:
-    cpu = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{os.cpu_count()} cores, {cpu}"
+    return f"{os.cpu_count()} cores, {cpu_model() or 'unknown CPU'}"
 
 
 def bench(n_events: int, out_dir: Path, gzip: bool) -> dict:

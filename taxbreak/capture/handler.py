@@ -72,14 +72,7 @@ def _cycle_manifest(prof, trace_path: Path, cycle: int) -> dict:
         "seq_len": None,
         "new_tokens": None,
         "output_tokens_per_run": None,
-        "torch_version": host["torch"],
-        "cuda_version": host["cuda"],
-        "gpu_name": host["gpu_name"],
-        "cpu_model": host["cpu_model"],
-        "cpu_max_mhz": host["cpu_max_mhz"],
-        "cpu_max_mhz_source": host["cpu_max_mhz_source"],
-        "host": host,
-        "floor": mf.floor_info(host["gpu_name"], host.get("driver_version")),
+        **mf.host_fields(host),
     }
 
 

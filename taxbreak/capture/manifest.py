@@ -178,6 +178,18 @@ def build_manifest(cfg, model_name: str, spec, parameters: int, trace_path: Path
         "dtype": cfg.dtype,
         "device": cfg.device,
         "seed": cfg.seed,
+        **host_fields(host),
+        "profiler": profiler_info,
+        "command_line": list(cfg.command_line),
+        "config": asdict(cfg),
+        "capture_overhead": capture_overhead,
+        "capture_overhead_pct": capture_overhead["overhead_pct"],
+    }
+
+
+def host_fields(host: dict) -> dict:
+    """The manifest keys that describe the machine (versions, GPU, CPU and its clock, floor)."""
+    return {
         "torch_version": host["torch"],
         "cuda_version": host["cuda"],
         "gpu_name": host["gpu_name"],
@@ -186,11 +198,6 @@ def build_manifest(cfg, model_name: str, spec, parameters: int, trace_path: Path
         "cpu_max_mhz_source": host["cpu_max_mhz_source"],
         "host": host,
         "floor": floor_info(host["gpu_name"], host.get("driver_version")),
-        "profiler": profiler_info,
-        "command_line": list(cfg.command_line),
-        "config": asdict(cfg),
-        "capture_overhead": capture_overhead,
-        "capture_overhead_pct": capture_overhead["overhead_pct"],
     }
 
 

@@ -123,17 +123,6 @@ def take_or(values: np.ndarray, idx: np.ndarray, fill: int = -1) -> np.ndarray:
     return np.where(idx >= 0, values[np.maximum(idx, 0)], fill)
 
 
-def sorted_unique(values: np.ndarray) -> np.ndarray:
-    """``np.unique`` by sorting (faster than hashing for large int64 arrays)."""
-    s = np.sort(np.asarray(values), kind="stable")
-    if len(s) == 0:
-        return s
-    keep = np.empty(len(s), dtype=bool)
-    keep[0] = True
-    np.not_equal(s[1:], s[:-1], out=keep[1:])
-    return s[keep]
-
-
 def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Sorted distinct values and the position of each value among them.
 

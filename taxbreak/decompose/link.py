@@ -23,7 +23,8 @@ import pandas as pd
 
 from ..trace.diagnostics import Diagnostics
 from ..trace.nesting import nesting
-from .intervals import innermost_enclosing, sorted_unique, take_or
+from ..trace.nesting import sorted_unique
+from .intervals import innermost_enclosing, take_or
 from .views import LINKABLE_API_KINDS, Views
 
 NONE = -1

@@ -28,7 +28,8 @@ import numpy as np
 import pandas as pd
 
 from ..trace.nesting import lane_clock
-from .intervals import covered_before, sorted_unique, union_intervals, unique_inverse
+from ..trace.nesting import sorted_unique
+from .intervals import covered_before, union_intervals, unique_inverse
 from .steps import BETWEEN, Steps
 from .views import LAUNCH_API_KINDS, Views
 

@@ -41,8 +41,24 @@ def _strs(table: pa.Table, column: str) -> np.ndarray:
     return cats[codes] if len(codes) else np.zeros(0, dtype=object)
 
 
+class _KindLookup:
+    """``kind_is`` for views that carry ``kind`` plus its dictionary codes."""
+
+    kind: np.ndarray
+    kind_codes: np.ndarray | None
+    kind_cats: np.ndarray | None
+
+    def kind_is(self, *kinds: str) -> np.ndarray:
+        """``np.isin(kind, kinds)``, decided once per distinct kind and spread by codes."""
+        if self.kind_codes is None:
+            return np.isin(self.kind, kinds)
+        if len(self.kind_codes) == 0:
+            return np.zeros(0, dtype=bool)
+        return np.isin(self.kind_cats, kinds)[self.kind_codes]
+
+
 @dataclass
-class Host:
+class Host(_KindLookup):
     """Host events (python frames, ops, annotations)."""
 
     lane: np.ndarray
@@ -59,17 +75,9 @@ class Host:
     kind_codes: np.ndarray | None = None  # kind = kind_cats[kind_codes]
     kind_cats: np.ndarray | None = None
 
-    def kind_is(self, *kinds: str) -> np.ndarray:
-        """``np.isin(kind, kinds)``, decided once per distinct kind and spread by codes."""
-        if self.kind_codes is None:
-            return np.isin(self.kind, kinds)
-        if len(self.kind_codes) == 0:
-            return np.zeros(0, dtype=bool)
-        return np.isin(self.kind_cats, kinds)[self.kind_codes]
-
 
 @dataclass
-class Api:
+class Api(_KindLookup):
     """Runtime/driver/library API calls."""
 
     lane: np.ndarray
@@ -86,14 +94,6 @@ class Api:
     name_cats: np.ndarray
     kind_codes: np.ndarray | None = None
     kind_cats: np.ndarray | None = None
-
-    def kind_is(self, *kinds: str) -> np.ndarray:
-        """``np.isin(kind, kinds)``, decided once per distinct kind and spread by codes."""
-        if self.kind_codes is None:
-            return np.isin(self.kind, kinds)
-        if len(self.kind_codes) == 0:
-            return np.zeros(0, dtype=bool)
-        return np.isin(self.kind_cats, kinds)[self.kind_codes]
 
 
 @dataclass
