@@ -34,6 +34,7 @@ from ..trace.tables import TraceMeta, TraceTables
 from .kineto_columns import ColumnSink
 from .kineto_events import InvalidUtf8, chunk_indices, complete_prefix, find_events_array, gc_paused, iter_chunks
 from .kineto_io import read_trace_bytes, release_freed_heap
+from .kineto_parallel import ChunkHelper, ParallelFallback, decode_in_parallel, helpers_for
 from .kineto_stream import EventStream, StreamFallback, iter_blocks
 
 log = logging.getLogger(__name__)
@@ -76,13 +77,17 @@ class _Top(msgspec.Struct):
 _TOP = msgspec.json.Decoder(_Top)
 
 
-def read_kineto(path: str | Path, allow_truncated: bool = False) -> TraceTables:
+def read_kineto(path: str | Path, allow_truncated: bool = False, parse_workers: int | None = None) -> TraceTables:
     """Read a Kineto Chrome-trace JSON (``.json`` or ``.json.gz``) into canonical tables.
 
     Args:
         path: the trace file.
         allow_truncated: keep the complete events of a truncated file (with a
             ``trace.truncated`` diagnostic) instead of raising ``json.truncated``.
+        parse_workers: 1 to decode with a second (forked) process, 0 for one
+            process; None decides from ``$TAXBREAK_PARSE_WORKERS``, the free
+            cores and the trace size (:mod:`kineto_parallel`). The tables are
+            the same either way.
 
     Returns:
         The five tables, :class:`TraceMeta` (devices, names, rank, versions,
@@ -95,30 +100,43 @@ def read_kineto(path: str | Path, allow_truncated: bool = False) -> TraceTables:
     """
     path = Path(path)
     try:
-        return _read(path, allow_truncated, repair_utf8=False)
+        return _read(path, allow_truncated, repair_utf8=False, helpers=helpers_for(path, parse_workers))
     except InvalidUtf8:
         # Strings that are not UTF-8 (house-style malformed corpus): decode with
         # replacement and count the replaced sequences, rather than lose a whole
         # trace over one kernel name.
-        return _read(path, allow_truncated, repair_utf8=True)
+        return _read(path, allow_truncated, repair_utf8=True, helpers=0)
 
 
-def _read(path: Path, allow_truncated: bool, repair_utf8: bool) -> TraceTables:
+def _read(path: Path, allow_truncated: bool, repair_utf8: bool, helpers: int) -> TraceTables:
     if not repair_utf8:
         try:
-            return _read_streaming(path)
+            if helpers:
+                try:
+                    return _read_streaming(path, helpers)
+                except ParallelFallback as why:
+                    log.debug("%s: one-process parse (%s)", path, why)
+            return _read_streaming(path, 0)
         except StreamFallback as why:
             log.debug("%s: whole-buffer parse (%s)", path, why)
     return _read_whole(path, allow_truncated, repair_utf8)
 
 
-def _read_streaming(path: Path) -> TraceTables:
-    """The common case, a valid file: decoded block by block (:mod:`kineto_stream`)."""
+def _read_streaming(path: Path, helpers: int = 0) -> TraceTables:
+    """The common case, a valid file: decoded block by block (:mod:`kineto_stream`),
+    with a helper process decoding some of the chunks when ``helpers`` is 1."""
+    helper = ChunkHelper() if helpers else None  # forked before the inflate thread starts
     try:
         stream = EventStream(iter_blocks(path), _TOP)
-        sink, input_events = _decode_chunks(stream.chunks())
+        if helper is None:
+            sink, input_events = _decode_chunks(stream.chunks())
+        else:
+            sink, input_events = decode_in_parallel(stream.raw_chunks(), helper)
     except OSError as err:
         raise StreamFallback(str(err)) from err
+    finally:
+        if helper is not None:
+            helper.close()
     top = _merge_top(stream.header, stream.trailer)
     return _assemble(top, sink, path, input_events, None)
 

@@ -188,6 +188,30 @@ class EventStream:
 
     def _last_chunk(self, first: int) -> Iterator[tuple[int, list, list]]:
         """The events after the last cut, the array's end, and the keys that follow it."""
+        events, bad = decode_chunk(self._last_part(), first)
+        yield first, events, bad
+
+    def raw_chunks(self, chunk_bytes: int = CHUNK_BYTES) -> Iterator[bytes]:
+        """The array as ``[...]`` chunks cut at ``}`` ``,`` ``{`` but not decoded here.
+
+        For :mod:`kineto_parallel`, which decodes them in two processes: a cut
+        that falls inside a value is found by whichever process decodes the chunk.
+        """
+        while True:
+            while len(self._buf) < 2 * chunk_bytes and not self._eof:
+                self._more()
+            match = _CUT.search(self._buf, chunk_bytes) if len(self._buf) >= 2 * chunk_bytes else None
+            if match is None:
+                if self._eof:
+                    break
+                self._more()  # one event longer than a chunk: read on
+                continue
+            yield b"".join((b"[", memoryview(self._buf)[: match.start() + 1], b"]"))
+            del self._buf[: match.end() - 1]
+        yield self._last_part()
+
+    def _last_part(self) -> bytes:
+        """The rest of the array as ``[...]`` (its end found by msgspec); reads the trailer."""
         while self._more():
             pass
         text = b"".join((b"[", self._buf))
@@ -204,8 +228,7 @@ class EventStream:
             # itself ends at the last "]" before it
             end = text.rfind(b"]", 0, int(match.group(1))) + 1
         self._read_trailer(text[end:])
-        events, bad = decode_chunk(text[:end], first)
-        yield first, events, bad
+        return text[:end]
 
     def _read_trailer(self, rest: bytes) -> None:
         rest = rest.strip()

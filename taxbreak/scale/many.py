@@ -9,6 +9,7 @@ publishes partitions and combines the summaries (:mod:`.combine`).
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -23,6 +24,7 @@ import pandas as pd
 from ..trace import errors as trace_errors
 from ..trace.diagnostics import Diagnostics
 from ..trace.errors import TaxbreakError, UsageError
+from ..readers.kineto_parallel import ENV_WORKERS
 from ..trace.paths import slug
 from .combine import combine_summaries
 from .partition import clear_run, publish_partitions, stage_partitions
@@ -199,7 +201,8 @@ def _run(files: list[str], options: ManyOptions, n_workers: int, on_error: str) 
         return results
     results: dict[int, FileResult] = {}
     # spawn, not fork: a forked child of a process that already ran Arrow's thread pool can deadlock.
-    pool = ProcessPoolExecutor(max_workers=n_workers, mp_context=get_context("spawn"))
+    pool = ProcessPoolExecutor(max_workers=n_workers, mp_context=get_context("spawn"),
+                               initializer=_one_process_parse)
     pending: dict[Future, int] = {pool.submit(analyze_one, p, i, options): i for i, p in enumerate(files)}
     try:
         while pending:
@@ -215,6 +218,11 @@ def _run(files: list[str], options: ManyOptions, n_workers: int, on_error: str) 
         raise
     pool.shutdown(wait=True)
     return [results[i] for i in range(len(files))]
+
+
+def _one_process_parse() -> None:
+    """Pool workers already use the cores: none forks a parse helper of its own (kineto_parallel)."""
+    os.environ[ENV_WORKERS] = "0"
 
 
 def _collect(fut: Future, path: str, index: int) -> FileResult:
