@@ -37,7 +37,7 @@ from .kineto_events import InvalidUtf8, chunk_indices, decode_chunk, gc_paused
 from .kineto_io import GZIP_MAGIC
 
 IN_FLIGHT = 2  # chunks queued at the helper: enough to keep it busy, little memory
-MIN_PARALLEL_BYTES = 24 << 20  # below ~24 MB of JSON the fork and merge do not pay
+MIN_PARALLEL_BYTES = 8 << 20  # below ~8 MB of JSON (~40 k events) the fork and merge do not pay
 _GZIP_RATIO = 8  # Kineto JSON inflates ~8-10x; a floor for the size estimate
 _ANSWER_TIMEOUT_S = 120.0  # a helper silent this long is taken as lost
 _ROW_REF = re.compile(r"traceEvents\[(\d+)\]")
@@ -66,7 +66,7 @@ def helpers_for(path: Path, requested: int | None = None) -> int:
 
     ``requested`` (or ``$TAXBREAK_PARSE_WORKERS``) forces it; otherwise one
     helper when a second core is free to this process, the platform forks
-    (Linux) and the trace holds more than ~24 MB of JSON.
+    (Linux) and the trace holds more than ~8 MB of JSON.
     """
     if requested is None:
         env = os.environ.get(ENV_WORKERS, "").strip()
