@@ -25,6 +25,11 @@ from typing import Iterator
 
 import msgspec
 
+try:  # ISA-L inflate: ~2.7x zlib's speed on Kineto JSON (docs/performance.md); zlib where no wheel exists
+    from isal import isal_zlib as inflate_lib
+except ImportError:  # pragma: no cover - isal is a dependency; kept for platforms without its wheel
+    inflate_lib = zlib
+
 from .kineto_events import CHUNK_BYTES, decode_chunk, find_events_array
 from .kineto_io import GZIP_MAGIC
 
@@ -56,11 +61,11 @@ def iter_blocks(path: Path) -> Iterator[bytes]:
 
 def _inflate_blocks(fh) -> Iterator[bytes]:
     """Inflate one gzip member block by block; anything else is a :class:`StreamFallback`."""
-    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    inflater = inflate_lib.decompressobj(16 + inflate_lib.MAX_WBITS)
     while block := fh.read(BLOCK_BYTES // 4):
         try:
             yield inflater.decompress(block)
-        except zlib.error as err:
+        except (zlib.error, inflate_lib.error) as err:
             raise StreamFallback(str(err)) from err
         if inflater.eof:
             if inflater.unused_data.strip(b"\x00") or fh.read(1):
