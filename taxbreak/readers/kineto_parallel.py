@@ -19,10 +19,12 @@ its chunks are decoded by the reader.
 """
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import pickle
 import re
+import signal
 import sys
 import threading
 from dataclasses import dataclass, field
@@ -39,7 +41,7 @@ from .kineto_io import GZIP_MAGIC
 IN_FLIGHT = 2  # chunks queued at the helper: enough to keep it busy, little memory
 MIN_PARALLEL_BYTES = 8 << 20  # below ~8 MB of JSON (~40 k events) the fork and merge do not pay
 _GZIP_RATIO = 8  # Kineto JSON inflates ~8-10x; a floor for the size estimate
-_ANSWER_TIMEOUT_S = 120.0  # a helper silent this long is taken as lost
+_ANSWER_TIMEOUT_S = 60.0  # a helper silent this long (a chunk takes ~50 ms) is taken as lost
 _ROW_REF = re.compile(r"traceEvents\[(\d+)\]")
 ENV_WORKERS = "TAXBREAK_PARSE_WORKERS"
 
@@ -295,8 +297,8 @@ def _serve(tasks, results, parent_task_in, parent_result_out) -> None:
     """The helper's loop: decode each chunk it receives and send its columns back."""
     parent_task_in.close()  # the parent's ends, inherited through fork
     parent_result_out.close()
-    import gc
-
+    # Ctrl-C reaches the whole process group: the reader stops the helper, which must not print a traceback
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     gc.disable()  # the helper builds many objects and no cycles; its heap dies with it
     while True:
         try:
@@ -306,6 +308,9 @@ def _serve(tasks, results, parent_task_in, parent_result_out) -> None:
             return
         try:
             answer = (index, "ok", decode_columns(chunk))
-        except ParallelFallback as err:
-            answer = (index, "error", str(err))
-        results.send_bytes(pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
+        except Exception as err:  # noqa: BLE001 - any failure: the reader redoes the trace in one process
+            answer = (index, "error", f"{type(err).__name__}: {err}")
+        try:
+            results.send_bytes(pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
+        except OSError:  # the reader has stopped listening (Ctrl-C, an error): nothing left to do
+            return
