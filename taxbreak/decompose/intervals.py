@@ -136,9 +136,16 @@ def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if len(ordered):
         new[0] = True
         np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
-    inverse = np.empty(len(ordered), dtype=np.int64)
-    inverse[order] = np.cumsum(new) - 1
-    return ordered[new], inverse
+    distinct = ordered[new]
+    del ordered
+    # positions fit int32 below 2**31 values: half the memory of the two largest arrays here
+    index_type = np.int32 if len(values) < 2**31 else np.int64
+    rank = np.cumsum(new, dtype=index_type)
+    del new
+    rank -= 1
+    inverse = np.empty(len(values), dtype=index_type)
+    inverse[order] = rank
+    return distinct, inverse
 
 
 def dense_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -85,8 +85,8 @@ def host_partition(views: Views, marker: np.ndarray, steps: Steps,
     inside = (st > lo[sl]) & (st < hi[sl])
     clock = lane_clock(views.n_lanes, [start, end, lo, hi])
     n_iv = len(start)
-    p_key = np.concatenate([clock.key(lane, start), clock.key(lane, end), clock.key(np.arange(views.n_lanes), lo),
-                            clock.key(np.arange(views.n_lanes), hi), clock.key(sl[inside], st[inside])])
+    p_key = _boundary_keys(clock, (lane, start), (lane, end), (np.arange(views.n_lanes), lo),
+                           (np.arange(views.n_lanes), hi), (sl[inside], st[inside]))
     del lane, start, end, sl, st
     keys, pos = unique_inverse(p_key)
     del p_key
@@ -94,11 +94,25 @@ def host_partition(views: Views, marker: np.ndarray, steps: Steps,
     del pos, cat
     seg_lane, t = clock.split(keys)
     del keys
-    ok = seg_lane[:-1] == seg_lane[1:]
     # device-busy time before each boundary, once per boundary (segments share them)
     covered = covered_before(busy[0], busy[1], t)
-    busy_ns = (covered[1:] - covered[:-1])[ok]
-    return _aggregate(views, seg_lane[:-1][ok], steps, t[:-1][ok], t[1:][ok], label[ok], busy_ns)
+    busy_ns = covered[1:] - covered[:-1]
+    del covered
+    ok = seg_lane[:-1] == seg_lane[1:]  # segments between two lanes are not segments
+    if ok.all():  # views, not copies: at 10 M events each copy is ~80 MB
+        return _aggregate(views, seg_lane[:-1], steps, t[:-1], t[1:], label, busy_ns)
+    return _aggregate(views, seg_lane[:-1][ok], steps, t[:-1][ok], t[1:][ok], label[ok], busy_ns[ok])
+
+
+def _boundary_keys(clock, *parts: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """The packed keys of every ``(lane, time)`` part, written straight into one array
+    (no per-part key arrays to concatenate: ~40 MB each at 10 M events)."""
+    out = np.empty(sum(len(t) for _, t in parts), np.int64)
+    at = 0
+    for lane, time_ns in parts:
+        clock.key_into(out[at:at + len(time_ns)], lane, time_ns)
+        at += len(time_ns)
+    return out
 
 
 def _labels(n: int, s_pos: np.ndarray, e_pos: np.ndarray, cat: np.ndarray) -> np.ndarray:
@@ -132,12 +146,15 @@ def _aggregate(views: Views, seg_lane, steps: Steps, t0, t1, label, busy_ns) -> 
     """
     step_ids = sorted_unique(np.append(steps.table["step"].to_numpy(np.int64), BETWEEN))
     # group = (lane, step rank): its id order is the (lane, step) order of the rows
-    group = seg_lane * np.int64(len(step_ids)) + _step_rank(steps, step_ids, t0)
+    group = seg_lane * np.int64(len(step_ids))
+    group += _step_rank(steps, step_ids, t0)
     present = np.flatnonzero(np.bincount(group))
     dense = np.zeros(int(present[-1]) + 1 if len(present) else 0, np.int64)
     dense[present] = np.arange(len(present))
-    cell = dense[group] * np.int64(len(LABELS)) + label
+    cell = dense[group]
     del dense, group
+    cell *= np.int64(len(LABELS))  # in place: each temporary would be as long as the segments
+    cell += label
     n = len(present)
     by_label = _sums(cell, t1 - t0, n * len(LABELS)).reshape(n, len(LABELS))
     hidden = _sums(cell, busy_ns, n * len(LABELS)).reshape(n, len(LABELS))[:, HOST_WORK].sum(axis=1)
@@ -159,9 +176,14 @@ def _step_rank(steps: Steps, step_ids: np.ndarray, t_ns: np.ndarray) -> np.ndarr
     if len(starts) == 0:
         return np.full(len(t_ns), between, np.int64)
     rank = np.searchsorted(step_ids, table["step"].to_numpy(np.int64))
-    pos = np.searchsorted(starts, t_ns, side="right") - 1
-    inside = (pos >= 0) & (t_ns < ends[np.maximum(pos, 0)])
-    return np.where(inside, rank[np.maximum(pos, 0)], between)
+    pos = np.searchsorted(starts, t_ns, side="right")
+    outside = pos == 0  # before the first step
+    pos -= 1
+    np.maximum(pos, 0, out=pos)
+    outside |= t_ns >= ends[pos]
+    out = rank[pos]
+    out[outside] = between
+    return out
 
 
 def _sums(codes: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
