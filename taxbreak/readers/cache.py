@@ -45,6 +45,7 @@ from ..trace.paths import cache_dir
 from ..trace.tables import TraceTables
 
 log = logging.getLogger(__name__)
+_PACKAGE = Path(__file__).resolve().parents[1]
 
 _PENDING: dict[str, threading.Thread] = {}  # background writes of this process, by key
 _PENDING_LOCK = threading.Lock()
@@ -88,8 +89,20 @@ def cache_key(path: str | Path, variant: str = "") -> str:
     """
     resolved = Path(path).resolve()
     st = resolved.stat()
-    ident = [str(resolved), st.st_size, st.st_mtime_ns, __version__, READER_FORMAT_VERSION, variant]
+    ident = [str(resolved), st.st_size, st.st_mtime_ns, __version__, READER_FORMAT_VERSION, variant,
+             code_fingerprint("readers", "trace")]
     return hashlib.sha256(json.dumps(ident).encode()).hexdigest()[:32]
+
+
+def code_fingerprint(*packages: str) -> list:
+    """Name, size and mtime of every module of these ``taxbreak`` subpackages.
+
+    Part of the cache keys, so that an edited checkout (a reader fixed without a
+    bump of ``READER_FORMAT_VERSION``) misses instead of serving stale tables;
+    an installed release never changes them.
+    """
+    files = [f for package in packages for f in sorted((_PACKAGE / package).glob("*.py"))]
+    return [[f"{f.parent.name}/{f.name}", f.stat().st_size, f.stat().st_mtime_ns] for f in files]
 
 
 def cached_load(

@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 from .. import __version__
 from ..decompose import Analysis, analyze
 from ..readers import load_trace
-from ..readers.cache import ENTRY_FILE, store_entry, touch_entry
+from ..readers.cache import ENTRY_FILE, code_fingerprint, store_entry, touch_entry
 from ..trace.paths import cache_dir
 
 log = logging.getLogger(__name__)
@@ -38,7 +38,6 @@ log = logging.getLogger(__name__)
 # Bump when Analysis gains or changes a frame or summary key for the same input.
 ANALYSIS_FORMAT_VERSION = 1
 FRAMES = ("kernels", "steps", "phases", "ops", "host_partition")
-_PACKAGE = Path(__file__).resolve().parents[1]
 
 
 def analysis_cache_dir() -> Path:
@@ -49,12 +48,6 @@ def analysis_cache_dir() -> Path:
 def _stat_ident(path: Path) -> list:
     st = path.stat()
     return [str(path.resolve()), st.st_size, st.st_mtime_ns]
-
-
-def _code_fingerprint() -> list:
-    """Size and mtime of the code that computes an analysis: an edited checkout misses."""
-    files = sorted((_PACKAGE / "decompose").glob("*.py")) + sorted((_PACKAGE / "readers").glob("*.py"))
-    return [[f.name, f.stat().st_size, f.stat().st_mtime_ns] for f in files]
 
 
 def _floor_fingerprint() -> list:
@@ -73,7 +66,7 @@ def analysis_key(path: str | Path, floor_us: float | None, step_pattern: str | N
         ident += [_stat_ident(src / name) for name in ("manifest.json",) if (src / name).is_file()]
         ident += [_stat_ident(f) for f in sorted(src.glob("trace.*")) if f.is_file()]
     ident += [floor_us, step_pattern, tokens, _floor_fingerprint(), __version__, ANALYSIS_FORMAT_VERSION,
-              _code_fingerprint()]
+              code_fingerprint("decompose", "readers", "trace")]
     return hashlib.sha256(json.dumps(ident).encode()).hexdigest()[:32]
 
 

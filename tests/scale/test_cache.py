@@ -82,6 +82,21 @@ def test_key_includes_tool_and_reader_versions(trace, monkeypatch):
     assert cache.cache_key(trace) != key
 
 
+def test_key_follows_the_reader_source(trace, tmp_path, monkeypatch):
+    # an edited checkout: a reader module changed without a READER_FORMAT_VERSION bump
+    package = tmp_path / "pkg"
+    (package / "readers").mkdir(parents=True)
+    (package / "trace").mkdir()
+    module = package / "readers" / "kineto.py"
+    module.write_text("x = 1\n")
+    monkeypatch.setattr(cache, "_PACKAGE", package)
+    key = cache.cache_key(trace)
+    assert cache.cache_key(trace) == key
+    module.write_text("x = 22\n")
+    assert cache.cache_key(trace) != key
+    assert cache.code_fingerprint("readers") == [["readers/kineto.py", 7, module.stat().st_mtime_ns]]
+
+
 def test_use_cache_false_neither_reads_nor_writes(trace):
     parse = CountingParse()
     cache.cached_load(trace, parse, use_cache=False)
