@@ -42,8 +42,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from benchutil import run_child
 
 SIZES = {"100k": 100_000, "1m": 1_000_000, "10m": 10_000_000}
 
@@ -88,16 +89,11 @@ write_big_kineto(sys.argv[1], int(sys.argv[2]), seed=0, gzip=sys.argv[3] == "1")
 
 def measure(cmd: list[str], env: dict | None = None) -> dict:
     """Run ``cmd`` to completion; its wall time (s), peak RSS (bytes) and exit code."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    stderr = proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    wall_s = time.perf_counter() - start
-    if proc.returncode != 0:
-        print(f"  ! exit {proc.returncode}: {' '.join(cmd)}\n{stderr.decode(errors='replace')[-2000:]}",
+    child = run_child(cmd, env, stdout=subprocess.DEVNULL)
+    if child["rc"] != 0:
+        print(f"  ! exit {child['rc']}: {' '.join(cmd)}\n{child['stderr'].decode(errors='replace')[-2000:]}",
               file=sys.stderr)
-    return {"wall_s": wall_s, "peak_rss_bytes": usage.ru_maxrss * 1024, "rc": proc.returncode}
+    return {"wall_s": child["wall_s"], "peak_rss_bytes": child["usage"].ru_maxrss * 1024, "rc": child["rc"]}
 
 
 def median_of(runs: list[dict]) -> dict:

@@ -25,11 +25,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from taxbreak.synth.bigtrace import write_big_kineto
-from taxbreak.capture.hostinfo import cpu_model
+from benchutil import machine_line, timed_trace
 
 _CHILD = """
 import json, sys, time
@@ -92,19 +90,13 @@ def bench_tables(tables_dir: Path, repeat: int) -> dict:
     base = statistics.median(r["tables_rss_mb"] for r in runs)
     return {"events": runs[0]["events"], "repeat": repeat, "stages": stages, "tables_rss_mb": round(base),
             "peak_rss_mb": round(peak), "analyze_extra_mb": round(peak - base),
-            "load_avg_1m": round(os.getloadavg()[0], 1), "machine": _machine()}
-
-
-def _machine() -> str:
-    return f"{os.cpu_count()} cores, {cpu_model() or 'unknown CPU'}"
+            "load_avg_1m": round(os.getloadavg()[0], 1), "machine": machine_line()}
 
 
 def bench(n_events: int, out_dir: Path, gzip: bool) -> dict:
     """Write the trace, parse and decompose it in a child process, return the measurements."""
     path = out_dir / (f"bigtrace_{n_events}.json" + (".gz" if gzip else ""))
-    t0 = time.perf_counter()
-    stats = write_big_kineto(path, n_events, gzip=gzip)
-    write_s = time.perf_counter() - t0
+    stats, write_s = timed_trace(path, n_events, gzip)
     env = dict(os.environ, TAXBREAK_CACHE_DIR=str(out_dir / "cache"))
     proc = subprocess.run([sys.executable, "-c", _CHILD, str(path)], capture_output=True, text=True, check=True,
                           env=env)
@@ -118,7 +110,7 @@ def bench(n_events: int, out_dir: Path, gzip: bool) -> dict:
             "load_avg_1m": round(os.getloadavg()[0], 1),
             "events_per_s": round(stats.events / total), "peak_rss_mb": round(peak_kb / 1024),
             "kernels": child["kernels"], "steps": child["steps"], "hdbi": child["hdbi"],
-            "machine": _machine()}
+            "machine": machine_line()}
 
 
 def main() -> None:

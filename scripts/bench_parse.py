@@ -18,14 +18,11 @@ import gzip as gzip_module
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from taxbreak.synth.bigtrace import write_big_kineto
-from taxbreak.capture.hostinfo import cpu_model
+from benchutil import machine_line, run_child, timed_trace
 
 _CHILD = """
 import json, sys, time
@@ -37,30 +34,21 @@ print(json.dumps({"parse_s": wall, "input_events": tables.meta.input_events, "ro
 """
 
 
-def _machine() -> str:
-    return f"{os.cpu_count()} cores, {cpu_model() or 'unknown CPU'}"
-
-
 def bench(n_events: int, out_dir: Path, gzip: bool) -> dict:
     """Write the trace, parse it in a child process, return the measurements."""
     path = out_dir / (f"bigtrace_{n_events}.json" + (".gz" if gzip else ""))
-    t0 = time.perf_counter()
-    stats = write_big_kineto(path, n_events, gzip=gzip)
-    write_s = time.perf_counter() - t0
+    stats, write_s = timed_trace(path, n_events, gzip)
     return {**parse_in_child(path, stats.json_bytes), "write_s": round(write_s, 2)}
 
 
 def parse_in_child(path: Path, json_bytes: int | None = None) -> dict:
     """Parse ``path`` in a fresh Python process; wall time inside it, its CPU time and peak RSS."""
-    # os.wait4 gives this child's own usage (RUSAGE_CHILDREN's peak is the max over all children)
-    proc = subprocess.Popen([sys.executable, "-c", _CHILD, str(path)], stdout=subprocess.PIPE, text=True)
-    stdout = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise SystemExit(f"the parse child failed with exit code {proc.returncode}")
+    run = run_child([sys.executable, "-c", _CHILD, str(path)])
+    if run["rc"] != 0:
+        raise SystemExit(f"the parse child failed with exit code {run['rc']}")
+    usage = run["usage"]
     peak_kb = usage.ru_maxrss
-    child = json.loads(stdout.strip().splitlines()[-1])
+    child = json.loads(run["stdout"].decode().strip().splitlines()[-1])
     json_bytes = json_bytes or _json_size(path)
     return {
         "events": child["input_events"],
@@ -74,7 +62,7 @@ def parse_in_child(path: Path, json_bytes: int | None = None) -> dict:
         "peak_rss_mb": round(peak_kb / 1024, 1),
         "rss_over_json": round(peak_kb * 1024 / json_bytes, 2),
         "rows": child["rows"],
-        "machine": _machine(),
+        "machine": machine_line(),
         "load_1min": round(os.getloadavg()[0], 2),
         "path": str(path),
     }
