@@ -297,9 +297,11 @@ def _record(cfg, model, batch: MixedBatch, steps: int, run_dir, report):
     from torch.profiler import profile as torch_profile
 
     from . import markers, runner
+    from .kineto_log import quiet_kineto_markers
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if str(cfg.device).startswith("cuda") else [])
     markers.reset_counters()
+    quiet_kineto_markers()
     traced_ms = []
     with torch_profile(activities=activities, record_shapes=True, with_stack=cfg.with_stack) as prof:
         for rep in range(cfg.runs):

@@ -30,6 +30,7 @@ import pandas as pd
 
 from ..trace.errors import CaptureError, TaxbreakError, TraceNotFoundError
 from ..trace.tables import TraceTables
+from .kineto_log import quiet_kineto_markers
 from .replay_call import rebuild, resolve_overloads
 from .replay_inputs import OpRecord, dtype_of, parse_record
 from .replay_match import REPLAY_PREFIX, RECORD_COLUMNS, kernel_chains, unique_kernels
@@ -135,6 +136,7 @@ def run_replay(plan: ReplayPlan, trace_path: Path, device: str = "cuda", warmup:
     nvtx = torch.cuda.nvtx if is_cuda else None
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if is_cuda else [])
     failed: dict[int, str] = {}
+    quiet_kineto_markers()
     with profile(activities=activities) as prof:
         for op_index, record in enumerate(plan.records):
             try:

@@ -33,6 +33,7 @@ import torch
 from ..trace.errors import CaptureError, UsageError
 from . import manifest as mf
 from . import markers
+from .kineto_log import quiet_kineto_markers
 from .hostinfo import free_memory_bytes
 from .models import build_model, count_parameters, parse_dtype, resolve_spec
 
@@ -285,6 +286,7 @@ def _capture_torch(cfg: ProfileConfig, model: LoadedModel, input_ids, run_dir: P
     if str(cfg.device).startswith("cuda"):
         activities.append(ProfilerActivity.CUDA)
     markers.reset_counters()
+    quiet_kineto_markers()
     with torch_profile(activities=activities, record_shapes=True, with_stack=cfg.with_stack) as prof:
         traced_ms = guard_workload(lambda: timed_runs(model.module, input_ids, cfg.new_tokens, cfg.runs,
                                               lambda k: report(ProgressEvent("record", k, cfg.runs))))

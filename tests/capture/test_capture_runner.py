@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 
 import pytest
@@ -221,3 +222,20 @@ def test_weights_larger_than_free_memory_are_refused():
         runner.check_memory(PRESETS["olmoe-1b-7b"], "bfloat16", "cpu", available_bytes=8 * 2**30)
     assert err.value.code == "capture.failed" and "12.9 GiB" in err.value.message
     assert "--tiny" in err.value.hint
+
+
+def test_kineto_session_markers_stay_off_stderr(tmp_path, monkeypatch, capfd):
+    # libkineto writes "USDT: ... profiler_start/stop" to fd 2 from C++ at its default level
+    monkeypatch.delenv("KINETO_LOG_LEVEL", raising=False)
+    profile(ProfileConfig(model="gpt2-tiny", seq_len=4, new_tokens=1, warmup=0, runs=1, overhead_reps=0,
+                          with_stack=False), out_dir=tmp_path / "r")
+    assert "USDT" not in capfd.readouterr().err
+    assert os.environ["KINETO_LOG_LEVEL"] == "6"
+
+
+def test_a_users_kineto_log_level_is_kept(monkeypatch):
+    from taxbreak.capture.kineto_log import quiet_kineto_markers
+
+    monkeypatch.setenv("KINETO_LOG_LEVEL", "2")
+    quiet_kineto_markers()
+    assert os.environ["KINETO_LOG_LEVEL"] == "2"
