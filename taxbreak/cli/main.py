@@ -2,8 +2,12 @@
 registered here; only the CLI prints or exits."""
 from __future__ import annotations
 
+import atexit
 import importlib
 import logging
+import os
+import sys
+import threading
 
 import click
 
@@ -51,3 +55,44 @@ def _register() -> None:
 
 
 _register()
+
+
+def run() -> None:
+    """The console entry point (``taxbreak``, ``python -m taxbreak``): :func:`main`, then a quick exit.
+
+    Once a command has finished, the interpreter's teardown frees every module
+    and every object of the analysis one by one: ~0.3 s at 1 M events, seconds
+    at 10 M, for nothing. It is skipped, but only after what teardown would
+    have done that matters: non-daemon threads (the background cache writes)
+    are joined, the atexit handlers run (logging, temporary folders) and
+    stdout/stderr are flushed. An unexpected exception still takes the normal
+    path, with its traceback.
+    """
+    try:
+        main(prog_name="taxbreak")
+        code = 0
+    except SystemExit as exc:
+        code = _exit_code(exc.code)
+    _exit_now(code)
+
+
+def _exit_code(code) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)  # sys.exit("message") semantics
+    return 1
+
+
+def _exit_now(code: int) -> None:
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread() and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (BrokenPipeError, ValueError):  # `taxbreak … | head`, or a closed stream: nothing to save
+            pass
+    os._exit(code)
