@@ -8,6 +8,8 @@ import os
 from dataclasses import asdict
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from taxbreak.readers import kineto
 from taxbreak.readers import kineto_parallel as kp
@@ -182,3 +184,18 @@ def test_merge_waits_for_earlier_chunks():
         merge.check_complete()
     merge.put(0, kp.decode_columns(json.dumps(_planted_events(2)).encode()))
     assert merge.next_index == 2 and merge.first == 4 + 6
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(chunk_bytes=st.integers(min_value=48, max_value=6000), in_flight=st.integers(min_value=1, max_value=4))
+def test_any_chunking_gives_the_one_process_tables(tmp_path_factory, chunk_bytes, in_flight):
+    path = tmp_path_factory.getbasetemp() / "property.json.gz"
+    if not path.exists():
+        path.write_bytes(gzip.compress(json.dumps({"traceEvents": _planted_events(300)}).encode()))
+    serial = _serial(path)
+    with pytest.MonkeyPatch.context() as mp:  # per example: patches must not pile up across examples
+        _chunk_bytes(mp, chunk_bytes)
+        mp.setattr(kp, "IN_FLIGHT", in_flight)
+        original = kineto._read_streaming
+        mp.setattr(kineto, "_read_streaming", lambda p, helpers=0: _no_fallback(original, p, helpers))
+        assert _same(kineto.read_kineto(path, parse_workers=1), serial)
