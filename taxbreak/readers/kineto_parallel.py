@@ -8,7 +8,8 @@ than ``IN_FLIGHT`` of them, and decodes the others itself. Every chunk is
 decoded as if it were the first of the file (row numbers from 0); results are
 merged strictly in file order, adding the chunk's first event index to its
 ``row_id`` columns and to the ``traceEvents[N]`` of its diagnostic examples, so
-the tables and diagnostics are identical to the one-process path
+the tables and diagnostics hold the same values as the one-process path (chunk
+boundaries, and so the Arrow chunk layout of a column, may differ)
 (``tests/readers/test_kineto_parallel.py``).
 
 Without the one-process path's decode of each cut, a cut that falls inside a
