@@ -125,7 +125,7 @@ def _read(path: Path, allow_truncated: bool, repair_utf8: bool, helpers: int) ->
 def _read_streaming(path: Path, helpers: int = 0) -> TraceTables:
     """The common case, a valid file: decoded block by block (:mod:`kineto_stream`),
     with a helper process decoding some of the chunks when ``helpers`` is 1."""
-    helper = ChunkHelper() if helpers else None  # forked before the inflate thread starts
+    helper = _start_helper() if helpers else None  # forked before the inflate thread starts
     try:
         stream = EventStream(iter_blocks(path), _TOP)
         if helper is None:
@@ -139,6 +139,15 @@ def _read_streaming(path: Path, helpers: int = 0) -> TraceTables:
             helper.close()
     top = _merge_top(stream.header, stream.trailer)
     return _assemble(top, sink, path, input_events, None)
+
+
+def _start_helper() -> ChunkHelper | None:
+    """The parse helper, or None when the system refuses a process (limits, memory): one process then."""
+    try:
+        return ChunkHelper()
+    except OSError as err:
+        log.debug("no parse helper (%s); decoding in one process", err)
+        return None
 
 
 def _merge_top(header: "_Top", trailer: "_Top | None") -> "_Top":

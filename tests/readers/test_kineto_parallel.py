@@ -199,3 +199,14 @@ def test_any_chunking_gives_the_one_process_tables(tmp_path_factory, chunk_bytes
         original = kineto._read_streaming
         mp.setattr(kineto, "_read_streaming", lambda p, helpers=0: _no_fallback(original, p, helpers))
         assert _same(kineto.read_kineto(path, parse_workers=1), serial)
+
+
+def test_no_process_to_fork_reads_in_one_process(tmp_path, monkeypatch):
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": _planted_events(200)}))
+
+    def refuse():
+        raise OSError(11, "Resource temporarily unavailable")  # fork() under a process limit
+
+    monkeypatch.setattr(kineto, "ChunkHelper", refuse)
+    assert _same(kineto.read_kineto(path, parse_workers=1), _serial(path))
