@@ -28,7 +28,7 @@ import re
 import signal
 import sys
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -61,7 +61,6 @@ class ChunkColumns:
     diagnostics: list[tuple[str, int, str]]
     metadata: list[tuple]
     min_ts_ns: int | None
-    extra: dict = field(default_factory=dict)
 
 
 def helpers_for(path: Path, requested: int | None = None) -> int:
@@ -106,7 +105,7 @@ def decode_columns(chunk: bytes) -> ChunkColumns:
         sink.add_bad(bad)
         sink.add_chunk(events, chunk_indices(0, len(events), bad))
     diags = [(d.code, d.count, d.example) for d in sink.diagnostics.items.values()]
-    parts = {t: {c: v for c, v in cols.items()} for t, cols in sink.parts.items() if cols}
+    parts = {table: dict(cols) for table, cols in sink.parts.items() if cols}
     return ChunkColumns(len(events) + len(bad), parts, dict(sink.counts), diags, sink.metadata, sink.min_ts_ns)
 
 
