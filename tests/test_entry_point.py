@@ -47,3 +47,12 @@ def test_exit_code_of_sys_exit_messages():
 
     assert (_exit_code(None), _exit_code(0), _exit_code(2)) == (0, 0, 2)
     assert _exit_code("stopped") == 1
+
+
+def test_spinner_names_the_file_and_stays_out_of_pipes(trace, tmp_path):
+    from taxbreak.cli.status import describe
+
+    assert describe(str(trace)) == f"t.json.gz ({trace.stat().st_size / 1e6:,.1f} MB)"
+    assert describe(str(tmp_path / "absent.json")) == str(tmp_path / "absent.json")
+    done = _taxbreak("analyze", str(trace), cache_dir=tmp_path / "cache")
+    assert done.returncode == 0 and "analyzing" not in done.stderr  # stderr is a pipe here: no spinner

@@ -6,6 +6,7 @@ from rich.console import Console
 
 from .errors import handle_errors
 from .many import dispatch_folder, folder_options
+from .status import working
 
 
 @click.command("analyze")
@@ -35,10 +36,11 @@ def analyze(trace: str, floor_us, step_pattern, tokens, as_json: bool, out_dir, 
     from ..scale.analysis_cache import cached_analyze
     from ..report.terminal import render_analysis
 
-    if allow_truncated:
-        result = _analyze_truncated(trace, floor_us=floor_us, step_pattern=step_pattern, tokens=tokens)
-    else:
-        result = cached_analyze(trace, floor_us=floor_us, step_pattern=step_pattern, tokens=tokens)
+    with working("analyzing", trace):
+        if allow_truncated:
+            result = _analyze_truncated(trace, floor_us=floor_us, step_pattern=step_pattern, tokens=tokens)
+        else:
+            result = cached_analyze(trace, floor_us=floor_us, step_pattern=step_pattern, tokens=tokens)
     if out_dir:
         result.to_parquet(out_dir)
     if as_json:

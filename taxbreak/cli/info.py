@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .errors import handle_errors
+from .status import working
 
 _TRUNCATED_HELP = "Keep the complete events of a truncated trace (adds a trace.truncated diagnostic)."
 
@@ -23,7 +24,8 @@ def info(trace: str, as_json: bool, allow_truncated: bool) -> None:
     from ..readers import load_trace
     from ..readers.summary import summarize_tables
 
-    summary = summarize_tables(load_trace(trace, allow_truncated=allow_truncated))
+    with working("reading", trace):
+        summary = summarize_tables(load_trace(trace, allow_truncated=allow_truncated))
     if as_json:
         click.echo(json.dumps(summary, indent=1, sort_keys=True))
         return
@@ -83,7 +85,8 @@ def convert(trace: str, out_dir: str, allow_truncated: bool) -> None:
     """Write the canonical tables of TRACE as Parquet (pandas, DuckDB, Spark read them)."""
     from ..readers import load_trace
 
-    tables = load_trace(trace, allow_truncated=allow_truncated)
+    with working("reading", trace):
+        tables = load_trace(trace, allow_truncated=allow_truncated)
     written = tables.to_parquet(Path(out_dir))
     for path in written:
         click.echo(str(path))
