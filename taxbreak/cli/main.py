@@ -86,6 +86,8 @@ def _exit_code(code) -> int:
 
 
 def _exit_now(code: int) -> None:
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        sys.exit(code)  # under cProfile or coverage: let them write their results at normal exit
     for thread in threading.enumerate():
         if thread is not threading.main_thread() and not thread.daemon:
             thread.join()

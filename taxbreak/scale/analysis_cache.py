@@ -32,11 +32,12 @@ from ..decompose import Analysis, analyze
 from ..readers import load_trace
 from ..readers.cache import ENTRY_FILE, code_fingerprint, store_entry, touch_entry
 from ..trace.paths import cache_dir
+from ..trace.tables import DeferredTraceTables, read_meta
 
 log = logging.getLogger(__name__)
 
 # Bump when Analysis gains or changes a frame or summary key for the same input.
-ANALYSIS_FORMAT_VERSION = 1
+ANALYSIS_FORMAT_VERSION = 2  # 2: trace_meta.json in the entry (tables read on demand)
 FRAMES = ("kernels", "steps", "phases", "ops", "host_partition")
 
 
@@ -118,15 +119,19 @@ def _write(result: Analysis, folder: Path) -> None:
         table = pa.Table.from_pandas(getattr(result, name), preserve_index=False)
         pq.write_table(table, folder / f"{name}.parquet", compression="lz4")
     (folder / "summary.json").write_text(result.to_json())
+    result.tables.write_meta(folder)  # a hit then needs no table for a report
 
 
 def _read(entry: Path, path) -> Analysis | None:
     try:
         frames = {name: pd.read_parquet(entry / f"{name}.parquet") for name in FRAMES}
         summary = json.loads((entry / "summary.json").read_text())
+        meta, diagnostics = read_meta(entry)
     except Exception as err:  # noqa: BLE001 - any unreadable entry is recomputed, never fatal
         log.debug("analysis cache entry %s unreadable (%s: %s); recomputing", entry, type(err).__name__, err)
         shutil.rmtree(entry, ignore_errors=True)
         return None
     touch_entry(entry)
-    return Analysis(**frames, summary=summary, tables=load_trace(path))
+    # the tables (from the parse cache, or parsed again) only when something reads them
+    tables = DeferredTraceTables(meta, diagnostics, lambda: load_trace(path))
+    return Analysis(**frames, summary=summary, tables=tables)

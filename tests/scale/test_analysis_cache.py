@@ -12,6 +12,7 @@ from taxbreak.readers.cache import cache_stats, clear_cache
 from taxbreak.scale import analysis_cache
 from taxbreak.scale.analysis_cache import FRAMES, analysis_cache_dir, analysis_key, cached_analyze
 from taxbreak.synth.bigtrace import write_big_kineto
+from taxbreak.trace.tables import DeferredTraceTables
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +44,20 @@ def test_second_analyze_is_read_back_and_equal(small_trace, monkeypatch):
     assert calls == []  # served from the cache
     _assert_same(first, second)
     assert second.tables.device_activities.num_rows == first.tables.device_activities.num_rows
+
+
+def test_a_hit_reads_tables_only_when_touched(small_trace, monkeypatch):
+    first = cached_analyze(small_trace)
+    loads = []
+    monkeypatch.setattr(analysis_cache, "load_trace", lambda path: loads.append(path) or load_trace(path))
+    second = cached_analyze(small_trace)
+    assert isinstance(second.tables, DeferredTraceTables)
+    assert second.tables.meta == first.tables.meta  # the report's needs, with no table read
+    assert second.tables.diagnostics.as_dict() == first.tables.diagnostics.as_dict()
+    assert loads == []
+    for name in ("host_events", "api_calls", "device_activities", "ranges", "flows"):
+        assert second.tables.table(name).equals(first.tables.table(name)), name
+    assert loads == [small_trace]  # loaded once, on first touch
 
 
 def test_options_are_part_of_the_key(small_trace):
