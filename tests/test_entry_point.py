@@ -56,3 +56,12 @@ def test_spinner_names_the_file_and_stays_out_of_pipes(trace, tmp_path):
     assert describe(str(tmp_path / "absent.json")) == str(tmp_path / "absent.json")
     done = _taxbreak("analyze", str(trace), cache_dir=tmp_path / "cache")
     assert done.returncode == 0 and "analyzing" not in done.stderr  # stderr is a pipe here: no spinner
+
+
+def test_cprofile_still_writes_its_output(tmp_path):
+    # the quick exit would skip cProfile's own write at exit; under a profiler the exit is normal
+    out = tmp_path / "cli.prof"
+    done = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(out), "-m", "taxbreak", "--version"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert out.is_file() and out.stat().st_size > 0
