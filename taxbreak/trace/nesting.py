@@ -82,13 +82,15 @@ class LaneClock:
         return self.key_into(np.empty(len(time_ns), np.int64), lane, time_ns)
 
     def key_into(self, out: np.ndarray, lane: np.ndarray, time_ns: np.ndarray) -> np.ndarray:
-        """:meth:`key` written into ``out`` (a slice of a larger key array), with no
-        temporary arrays: at 10 M events each would be ~40 MB."""
+        """:meth:`key` written into ``out`` (a slice of a larger key array): one
+        temporary (the lane term) instead of three, ~40 MB each at 10 M events.
+        The time offset goes in first, so no sum leaves int64 that the packed key
+        itself would not."""
         if self.values is None:
             np.subtract(time_ns, np.int64(self.base), out=out)
         else:
             out[:] = np.searchsorted(self.values, time_ns)
-        out += np.multiply(lane, np.int64(self.width), dtype=np.int64) if np.ndim(lane) else lane * self.width
+        out += np.multiply(lane, np.int64(self.width), dtype=np.int64)  # the lane term: one temporary
         return out
 
     def split(self, key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
