@@ -81,7 +81,22 @@ def helpers_for(path: Path, requested: int | None = None) -> int:
 
 
 def _can_fork() -> bool:
-    return sys.platform.startswith("linux") and not multiprocessing.current_process().daemon
+    return (sys.platform.startswith("linux") and not multiprocessing.current_process().daemon
+            and not _cuda_initialized())
+
+
+def _cuda_initialized() -> bool:
+    """True in a process that has started CUDA (``taxbreak profile`` on a GPU parses its own trace).
+
+    The helper would not touch CUDA, but CUDA does not support ``fork()`` after
+    initialization, and such a process also runs the driver's and torch's threads:
+    it parses in one process instead.
+    """
+    torch = sys.modules.get("torch")
+    try:
+        return bool(torch is not None and torch.cuda.is_initialized())
+    except Exception:  # noqa: BLE001 - a broken or partial torch: do not fork either
+        return torch is not None
 
 
 def _json_bytes_floor(path: Path) -> int:

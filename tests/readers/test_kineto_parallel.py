@@ -210,3 +210,12 @@ def test_no_process_to_fork_reads_in_one_process(tmp_path, monkeypatch):
 
     monkeypatch.setattr(kineto, "ChunkHelper", refuse)
     assert _same(kineto.read_kineto(path, parse_workers=1), _serial(path))
+
+
+def test_no_helper_once_cuda_is_initialized(monkeypatch, tmp_path):
+    big = tmp_path / "big.json"
+    with big.open("wb") as fh:
+        fh.truncate(kp.MIN_PARALLEL_BYTES)
+    monkeypatch.delenv(kp.ENV_WORKERS, raising=False)
+    monkeypatch.setattr(kp, "_cuda_initialized", lambda: True)
+    assert kp.helpers_for(big) == 0 and kp.helpers_for(big, 1) == 0
