@@ -16,6 +16,7 @@ an unreadable entry is removed and recomputed (``cache.corrupt_entry``).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -133,5 +134,5 @@ def _read(entry: Path, path) -> Analysis | None:
         return None
     touch_entry(entry)
     # the tables (from the parse cache, or parsed again) only when something reads them
-    tables = DeferredTraceTables(meta, diagnostics, lambda: load_trace(path))
+    tables = DeferredTraceTables(meta, diagnostics, functools.partial(load_trace, path))  # picklable
     return Analysis(**frames, summary=summary, tables=tables)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import pickle
 
 import pandas as pd
 import pandas.testing as pdt
@@ -58,6 +59,14 @@ def test_a_hit_reads_tables_only_when_touched(small_trace, monkeypatch):
     for name in ("host_events", "api_calls", "device_activities", "ranges", "flows"):
         assert second.tables.table(name).equals(first.tables.table(name)), name
     assert loads == [small_trace]  # loaded once, on first touch
+
+
+def test_a_hit_pickles(small_trace):
+    cached_analyze(small_trace)
+    hit = cached_analyze(small_trace)
+    again = pickle.loads(pickle.dumps(hit))  # e.g. joblib or a process pool in a notebook
+    assert again.tables.meta == hit.tables.meta
+    assert again.tables.host_events.num_rows == hit.tables.host_events.num_rows > 0
 
 
 def test_options_are_part_of_the_key(small_trace):
