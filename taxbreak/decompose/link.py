@@ -22,8 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..trace.diagnostics import Diagnostics
-from ..trace.nesting import nesting
-from ..trace.nesting import sorted_unique
+from ..trace.nesting import nesting, sorted_unique
 from .intervals import innermost_enclosing, take_or
 from .views import LINKABLE_API_KINDS, Views
 

@@ -27,8 +27,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..trace.nesting import lane_clock
-from ..trace.nesting import sorted_unique
+from ..trace.nesting import lane_clock, sorted_unique
 from .intervals import covered_before, union_intervals, unique_inverse
 from .steps import BETWEEN, Steps
 from .views import LAUNCH_API_KINDS, Views

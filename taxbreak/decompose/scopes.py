@@ -6,8 +6,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..trace.nesting import nesting
-from ..trace.nesting import sorted_unique
+from ..trace.nesting import nesting, sorted_unique
 from .link import Links, root_atens
 from .steps import BETWEEN, BETWEEN_NAME, Steps
 from .summary import SUMMARY_KEYS, Context, Grouping, grouped_metrics

@@ -17,7 +17,7 @@ import pyarrow as pa
 from ..trace.diagnostics import Diagnostics
 from . import kineto_vocab as V
 from .kineto_events import Args, Event, InvalidUtf8
-from .kineto_text import MISSING, OK, WRONG_TYPE, int_ids, us_text_to_ns
+from .kineto_text import MISSING, WRONG_TYPE, int_ids, us_text_to_ns
 
 _NO_ARGS = Args()
 _HOST_KINDS = ("python", "op", "annotation")  # in route order HOST_PY, HOST_OP, HOST_ANN
@@ -72,7 +72,7 @@ class ColumnSink:
                 cols = extract(sel, route[idx], ts_ns[idx], dur_ns[idx])
                 cols["row_id"] = row_ids[idx]
                 for name, col in cols.items():
-                    self.parts[table][name].append(_narrow(col))
+                    self.parts[table][name].append(narrow_ids(col))
                 self.counts[table] += len(idx)
 
     def _durations(self, events, row_ids, complete, route) -> np.ndarray:
@@ -126,7 +126,7 @@ def _vocabulary(values: tuple[str, ...]) -> pa.Array:
     return pa.array(values, type=pa.string())
 
 
-def _narrow(col):
+def narrow_ids(col):
     """Ids held as int32 while the chunks accumulate (half the memory); they widen
     back to the canonical int64 as the chunks are concatenated; times stay int64."""
     if isinstance(col, np.ndarray) and col.dtype == np.int64 and len(col):

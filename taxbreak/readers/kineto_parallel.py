@@ -24,6 +24,7 @@ import gc
 import multiprocessing
 import os
 import pickle
+import queue
 import re
 import signal
 import sys
@@ -35,7 +36,7 @@ from typing import Iterator
 import msgspec
 import numpy as np
 
-from .kineto_columns import ColumnSink
+from .kineto_columns import ColumnSink, narrow_ids
 from .kineto_events import InvalidUtf8, chunk_indices, decode_chunk, gc_paused
 from .kineto_io import GZIP_MAGIC
 
@@ -128,8 +129,8 @@ def absorb(sink: ColumnSink, chunk: ChunkColumns, first: int) -> None:
     """Append one chunk's columns to ``sink`` as if it had been decoded at event index ``first``."""
     for table, cols in chunk.parts.items():
         for name, parts in cols.items():
-            if name == "row_id":
-                parts = [_shift(p, first) for p in parts]
+            if name == "row_id":  # re-narrowed by the sink's own rule (int32 while they fit)
+                parts = [narrow_ids(p.astype(np.int64) + np.int64(first)) for p in parts]
             sink.parts[table][name].extend(parts)
     for code, count, example in chunk.diagnostics:
         sink.diagnostics.add(code, count, _ROW_REF.sub(lambda m: f"traceEvents[{int(m.group(1)) + first}]",
@@ -142,14 +143,7 @@ def absorb(sink: ColumnSink, chunk: ChunkColumns, first: int) -> None:
         sink.min_ts_ns = low if sink.min_ts_ns is None else min(sink.min_ts_ns, low)
 
 
-def _shift(rows: np.ndarray, first: int) -> np.ndarray:
-    shifted = rows.astype(np.int64) + np.int64(first)
-    if len(shifted) and shifted[-1] <= np.iinfo(np.int32).max:  # row ids ascend within a chunk
-        return shifted.astype(np.int32)
-    return shifted
-
-
-def decode_in_parallel(raw_chunks: Iterator[bytes], helper: "ChunkHelper | None") -> tuple[ColumnSink, int]:
+def decode_in_parallel(raw_chunks: Iterator[bytes], helper: "ChunkHelper") -> tuple[ColumnSink, int]:
     """Decode raw chunks with ``helper`` taking what it can; merge in file order.
 
     Returns the filled sink and the number of input events.
@@ -160,16 +154,14 @@ def decode_in_parallel(raw_chunks: Iterator[bytes], helper: "ChunkHelper | None"
     sink = ColumnSink()
     merger = _OrderedMerge(sink)
     for index, chunk in enumerate(raw_chunks):
-        if helper is not None and helper.alive and helper.in_flight < IN_FLIGHT:
+        if helper.alive and helper.in_flight < IN_FLIGHT:
             helper.submit(index, chunk)
         else:
             merger.put(index, decode_columns(chunk))
-        if helper is not None:
-            for done, result in helper.ready():
-                merger.put(done, result)
-    if helper is not None:
-        for done, result in helper.finish():
+        for done, result in helper.ready():
             merger.put(done, result)
+    for done, result in helper.finish():
+        merger.put(done, result)
     merger.check_complete()
     return sink, merger.first
 
@@ -216,8 +208,7 @@ class ChunkHelper:
         task_out.close()
         result_in.close()
         self._unanswered: dict[int, bytes] = {}  # chunks sent, kept until answered (for a lost helper)
-        self._outbox: list[tuple[int, bytes] | None] = []
-        self._cond = threading.Condition()
+        self._outbox: queue.SimpleQueue = queue.SimpleQueue()  # (index, chunk), None to stop
         self._sender = threading.Thread(target=self._send_loop, name="taxbreak-parse-send", daemon=True)
         self._sender.start()
         self.alive = True
@@ -229,9 +220,7 @@ class ChunkHelper:
 
     def submit(self, index: int, chunk: bytes) -> None:
         self._unanswered[index] = chunk
-        with self._cond:
-            self._outbox.append((index, chunk))
-            self._cond.notify()
+        self._outbox.put((index, chunk))
 
     def ready(self) -> list[tuple[int, ChunkColumns | bytes]]:
         """Results that have arrived, without waiting."""
@@ -258,9 +247,7 @@ class ChunkHelper:
         if self._closed:
             return
         self._closed = True
-        with self._cond:
-            self._outbox.append(None)
-            self._cond.notify()
+        self._outbox.put(None)
         self._sender.join(timeout=5)
         self._result_out.close()
         self._process.join(timeout=5)
@@ -293,13 +280,7 @@ class ChunkHelper:
             self._process.kill()
 
     def _send_loop(self) -> None:
-        while True:
-            with self._cond:
-                while not self._outbox:
-                    self._cond.wait()
-                item = self._outbox.pop(0)
-            if item is None:
-                break
+        while (item := self._outbox.get()) is not None:
             try:  # index, then the chunk: two messages, so the chunk is not copied
                 self._task_in.send_bytes(item[0].to_bytes(8, "little"))
                 self._task_in.send_bytes(item[1])

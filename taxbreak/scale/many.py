@@ -21,10 +21,10 @@ from typing import Callable
 
 import pandas as pd
 
+from ..readers.kineto_parallel import ENV_WORKERS
 from ..trace import errors as trace_errors
 from ..trace.diagnostics import Diagnostics
 from ..trace.errors import TaxbreakError, UsageError
-from ..readers.kineto_parallel import ENV_WORKERS
 from ..trace.paths import slug
 from .combine import combine_summaries
 from .partition import clear_run, publish_partitions, stage_partitions
