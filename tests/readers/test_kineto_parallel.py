@@ -219,3 +219,29 @@ def test_no_helper_once_cuda_is_initialized(monkeypatch, tmp_path):
     monkeypatch.delenv(kp.ENV_WORKERS, raising=False)
     monkeypatch.setattr(kp, "_cuda_initialized", lambda: True)
     assert kp.helpers_for(big) == 0 and kp.helpers_for(big, 1) == 0
+
+
+def test_result_pipe_is_widened_so_the_helper_need_not_wait():
+    """A chunk's columns (~0.9 MB) fit the result pipe: the helper's send does not
+    wait for the reader to finish its own chunk."""
+    fcntl = pytest.importorskip("fcntl")
+    max_size = int(open("/proc/sys/fs/pipe-max-size").read())
+    helper = kp.ChunkHelper()
+    try:
+        size = fcntl.fcntl(helper._result_out.fileno(), getattr(fcntl, "F_GETPIPE_SZ", 1032))
+    finally:
+        helper.close()
+    allowed = max_size >= kp.PIPE_BYTES or os.geteuid() == 0  # root may go past pipe-max-size
+    assert size == (kp.PIPE_BYTES if allowed else 65536)
+
+
+def test_refused_pipe_widening_is_harmless(monkeypatch):
+    def refuse(*args):
+        raise OSError(1, "Operation not permitted")
+
+    monkeypatch.setattr(kp.fcntl, "fcntl", refuse)
+    helper = kp.ChunkHelper()
+    chunk = b'[{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":1.0,"dur":2.0}]'
+    helper.submit(0, chunk)
+    results = helper.finish()
+    assert [(index, result.n_input, result.counts["host_events"]) for index, result in results] == [(0, 1, 1)]
