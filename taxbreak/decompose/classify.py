@@ -54,12 +54,12 @@ def _name_is_library(names: pa.Array) -> np.ndarray:
 
 
 def kernel_class(names: pa.Array | pa.ChunkedArray, kinds: np.ndarray, is_library: np.ndarray) -> np.ndarray:
-    """Coarse class per device activity (object array of strings from ``CLASS_NAMES``)."""
-    out = np.full(len(kinds), "other", dtype=object)
+    """Coarse class per device activity: codes into ``CLASS_NAMES`` (int8)."""
+    out = np.full(len(kinds), CLASS_NAMES.index("other"), dtype=np.int8)
     done = np.zeros(len(kinds), dtype=bool)
     for label, mask in (("memcpy", kinds == "memcpy"), ("memset", kinds == "memset"),
                         ("library_gemm", is_library & (kinds == "kernel"))):
-        out[mask & ~done] = label
+        out[mask & ~done] = CLASS_NAMES.index(label)
         done |= mask
     by_name = _per_distinct(names, _class_by_name)
     out[~done] = by_name[~done]
@@ -67,11 +67,11 @@ def kernel_class(names: pa.Array | pa.ChunkedArray, kinds: np.ndarray, is_librar
 
 
 def _class_by_name(names: pa.Array) -> np.ndarray:
-    out = np.full(len(names), "other", dtype=object)
+    out = np.full(len(names), CLASS_NAMES.index("other"), dtype=np.int8)
     done = np.zeros(len(names), dtype=bool)
     for label, pattern in KERNEL_CLASSES:
         hit = np.asarray(pc.fill_null(pc.match_substring_regex(names, pattern), False)
                          .to_numpy(zero_copy_only=False), dtype=bool)
-        out[hit & ~done] = label
+        out[hit & ~done] = CLASS_NAMES.index(label)
         done |= hit
     return out

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..trace.diagnostics import Diagnostics
-from .classify import kernel_class, name_is_library
+from .classify import CLASS_NAMES, kernel_class, name_is_library
 from .floor import Floor
 from .link import NONE, Links
 from .views import LINKABLE_API_KINDS, Views
@@ -111,6 +111,20 @@ def _str(codes: np.ndarray, cats: np.ndarray, idx: np.ndarray) -> pd.Series:
     return pd.Series(cat).cat.remove_unused_categories()
 
 
+def text_column(codes: np.ndarray, values) -> pd.Series:
+    """A plain string column from codes into a few distinct ``values``, built in Arrow.
+
+    The same column as ``pd.Series(values[codes])`` (pandas' default string
+    dtype), without a Python object per row: at 1.65 M kernels pandas took
+    0.27 s per column to infer it from objects, Arrow 0.09 s.
+    """
+    if len(codes) == 0:  # no rows: pandas keeps an empty object column as it is
+        return pd.Series(np.zeros(0, dtype=object))
+    dictionary = pa.DictionaryArray.from_arrays(pa.array(np.asarray(codes, np.int32)),
+                                                pa.array(list(values), pa.string()))
+    return dictionary.cast(pa.string()).to_pandas()
+
+
 def _name_categorical(names: pa.ChunkedArray) -> pd.Series:
     """Kernel names as a categorical with sorted categories (NaN for a null name).
 
@@ -151,7 +165,7 @@ def build_kernels(views: Views, links: Links, floor: Floor, diags: Diagnostics) 
     df = pd.DataFrame({
         "correlation": dev.correlation,
         "name": _name_categorical(dev.names),
-        "kind": dev.kind,
+        "kind": text_column(dev.kind_codes, dev.kind_cats),
         "device": dev.device,
         "stream": dev.stream,
         "start_ns": dev.start_ns,
@@ -168,7 +182,7 @@ def build_kernels(views: Views, links: Links, floor: Floor, diags: Diagnostics) 
         "t_dispatch_ns": _na(t_dispatch, t_dispatch >= 0),
         "t_launch_ns": _na(t_launch, a >= 0),
         "is_library": is_lib,
-        "kernel_class": kernel_class(dev.names, dev.kind, is_lib),
+        "kernel_class": text_column(kernel_class(dev.names, dev.kind, is_lib), CLASS_NAMES),
         "first_of_launch": first,
         "first_in_op": first_in_op,
     })

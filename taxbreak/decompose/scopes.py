@@ -9,7 +9,7 @@ import pandas as pd
 from ..trace.nesting import nesting, sorted_unique
 from .link import Links, root_atens
 from .steps import BETWEEN, BETWEEN_NAME, Steps
-from .summary import SUMMARY_KEYS, Context, Grouping, grouped_metrics
+from .summary import SUMMARY_KEYS, Context, Grouping, grouped_columns, grouped_metrics
 from .views import LAUNCH_API_KINDS, LINKABLE_API_KINDS, Views
 
 
@@ -77,16 +77,19 @@ def step_table(inp: ScopeInputs) -> tuple[pd.DataFrame, list[dict]]:
     rows = _step_rows(inp)
     ids = rows["step"].astype(np.int64).tolist()
     counts = {i: (0 if i == BETWEEN else 1) for i in ids}
-    metrics = grouped_metrics(inp.kernels, inp.partition,
+    metrics = grouped_columns(inp.kernels, inp.partition,
                               _grouping(inp, _api_steps(inp), lambda s: np.asarray(s, np.int64), counts, None),
                               ids, inp.ctx)
-    out = []
-    for rec in rows.to_dict("records"):
-        out.append({"step": int(rec["step"]), "phase": rec["phase"], "name": rec["name"],
-                    "start_ns": None if pd.isna(rec["start_ns"]) else int(rec["start_ns"]),
-                    "end_ns": None if pd.isna(rec["end_ns"]) else int(rec["end_ns"]), **metrics[int(rec["step"])]})
-    df = pd.DataFrame(out, columns=["step", "phase", "name", "start_ns", "end_ns", *SUMMARY_KEYS])
-    return df, out
+    columns = {"step": ids, "phase": rows["phase"].tolist(), "name": rows["name"].tolist(),
+               "start_ns": _optional_ints(rows["start_ns"]), "end_ns": _optional_ints(rows["end_ns"]), **metrics}
+    keys = list(columns)
+    records = [dict(zip(keys, values)) for values in zip(*columns.values())]
+    return pd.DataFrame(columns, columns=keys), records
+
+
+def _optional_ints(values: pd.Series) -> list:
+    """Python ints, ``None`` for NA (the ``between`` pseudo-step has no bounds)."""
+    return [None if pd.isna(v) else int(v) for v in values.tolist()]
 
 
 def phase_table(inp: ScopeInputs) -> tuple[pd.DataFrame, dict, dict]:

@@ -74,34 +74,39 @@ def _per(value, tokens) -> float | None:
 
 def grouped_metrics(kernels: pd.DataFrame, partition: pd.DataFrame, grouping: Grouping, groups: list,
                     ctx: Context) -> dict:
-    """``{group: summary dict}`` for every group in ``groups`` (keys: ``SUMMARY_KEYS``).
+    """``{group: summary dict}`` for every group in ``groups`` (keys: ``SUMMARY_KEYS``)."""
+    columns = grouped_columns(kernels, partition, grouping, groups, ctx)
+    rows = zip(*(columns[key] for key in SUMMARY_KEYS))
+    return {g: dict(zip(SUMMARY_KEYS, values)) for g, values in zip(groups, rows)}
+
+
+def grouped_columns(kernels: pd.DataFrame, partition: pd.DataFrame, grouping: Grouping, groups: list,
+                    ctx: Context) -> dict[str, list]:
+    """``{key: one value per group}`` for every key of ``SUMMARY_KEYS``, in ``groups`` order.
 
     Every quantity is a numpy sum over dense group codes (labels outside
     ``groups`` are ignored); a group absent from an input gets ``None`` there,
-    as a group-by would leave it out.
+    as a group-by would leave it out. Built column by column: a trace of 40 k
+    steps gets its per-step summaries without a Python pass per step and key.
     """
-    index = pd.Index(groups)
-    codes = _Codes(index, len(groups))
+    n = len(groups)
+    codes = _Codes(pd.Index(groups), n)
     k_g = codes(grouping.kernel_g)
     is_kernel = (kernels["kind"] == "kernel").to_numpy(bool)
     counts = _counts(kernels, k_g, is_kernel, grouping, codes)
-    sums = _sums(kernels, k_g, is_kernel, len(groups))
-    busy = _busy_and_span(kernels, k_g, len(groups))
-    host = _host_sums(partition, codes(grouping.partition_g), len(groups))
-    lib = _group_sum(codes(grouping.library_g), grouping.library_ns, len(groups)).tolist()
-    out = {}
-    for i, g in enumerate(groups):
-        c = counts[i]
-        row = _base(c, g, grouping, ctx)
-        row.update(_device(c, busy[i], ctx))
-        row.update(_components(c, sums[i], ctx))
-        row["library_measured_us"] = _us(lib[i]) if ctx.has_library_ranges else None
-        tokens = grouping.tokens.get(g) if isinstance(grouping.tokens, dict) else grouping.tokens
-        row.update(_tokens(row, tokens))
-        row.update(_host(host[i]))
-        row["steps"] = int(grouping.steps.get(g, 0))
-        out[g] = {key: row[key] for key in SUMMARY_KEYS}
-    return out
+    out = _base(counts, ctx, n)
+    out.update(_device(counts, _busy_and_span(kernels, k_g, n), ctx))
+    out.update(_components(counts, _sums(kernels, k_g, is_kernel, n), ctx))
+    lib = _group_sum(codes(grouping.library_g), grouping.library_ns, n)
+    out["library_measured_us"] = _us_list(lib) if ctx.has_library_ranges else [None] * n
+    out.update(_tokens(out, _group_tokens(grouping.tokens, groups)))
+    out.update(_host(partition, codes(grouping.partition_g), n))
+    out["steps"] = [int(grouping.steps.get(g, 0)) for g in groups]
+    return {key: out[key] for key in SUMMARY_KEYS}
+
+
+def _group_tokens(tokens, groups: list) -> list:
+    return [tokens.get(g) for g in groups] if isinstance(tokens, dict) else [tokens] * len(groups)
 
 
 class _Codes:
@@ -141,27 +146,29 @@ def _group_count(codes: np.ndarray, n: int) -> np.ndarray:
     return np.bincount(codes[codes >= 0], minlength=n)[:n].astype(np.int64)
 
 
-def _records(columns: dict, present: np.ndarray) -> list:
-    """One ``{column: python value}`` dict per group, ``None`` for an absent group."""
-    lists = {c: v.tolist() for c, v in columns.items()}
-    return [{c: lists[c][i] for c in lists} if ok else None for i, ok in enumerate(present.tolist())]
+def _us_list(ns: np.ndarray, valid: np.ndarray | None = None) -> list:
+    """µs values of int64 ns (``_us`` element-wise); ``None`` where ``valid`` is False."""
+    ns = np.asarray(ns, np.int64)
+    values = (ns / 1000.0).tolist()  # int64 -> float64 is exact below 2**53: the same double as _us
+    for i in np.flatnonzero(np.abs(ns) >= 2**50).tolist():
+        values[i] = round(float(ns[i]) / 1000.0, 3)
+    if valid is None:
+        return values
+    return [v if ok else None for v, ok in zip(values, valid.tolist())]
 
 
-def _counts(k: pd.DataFrame, k_g: np.ndarray, is_kernel: np.ndarray, grouping: Grouping, codes) -> list:
-    """Kernel, launch, orphan and ATen-op counts per group (``None`` where the group has none of them)."""
+def _counts(k: pd.DataFrame, k_g: np.ndarray, is_kernel: np.ndarray, grouping: Grouping, codes) -> dict:
+    """Kernel, launch, orphan and ATen-op counts per group (all zero for a group with none of them)."""
     n = codes.n
     kern_g = np.where(is_kernel, k_g, -1)
-    cols = {"kernels": _group_count(kern_g, n),
+    return {"kernels": _group_count(kern_g, n),
             "active": _group_sum(kern_g, k["dur_ns"].to_numpy(np.int64), n),
             "names": _distinct_names(k["name"], kern_g, n),
             "orphans": _group_count(np.where(k["launch_start_ns"].isna().to_numpy(bool), k_g, -1), n),
             "launches": _group_count(codes(grouping.launch_g), n),
             "orphan_launches": _group_count(codes(grouping.orphan_g), n),
-            "aten_ops": _group_count(codes(grouping.aten_root_g), n)}
-    present = _group_count(k_g, n) > 0
-    for key in ("launches", "orphan_launches", "aten_ops"):
-        present |= cols[key] > 0
-    return _records(cols, present)
+            "aten_ops": _group_count(codes(grouping.aten_root_g), n),
+            "rows": _group_count(k_g, n)}  # device rows of every kind
 
 
 def _distinct_names(names: pd.Series, g: np.ndarray, n: int) -> np.ndarray:
@@ -175,23 +182,18 @@ def _distinct_names(names: pd.Series, g: np.ndarray, n: int) -> np.ndarray:
     return np.bincount(pairs[new] // np.int64(len(names.cat.categories) + 1), minlength=n)[:n].astype(np.int64)
 
 
-def _sums(k: pd.DataFrame, k_g: np.ndarray, is_kernel: np.ndarray, n: int) -> list:
-    """Component sums per group over kernels; ``None`` where every value is NA (``sum(min_count=1)``)."""
+def _sums(k: pd.DataFrame, k_g: np.ndarray, is_kernel: np.ndarray, n: int) -> dict:
+    """Component sums per group over kernels, with a mask of the groups where some
+    value is not NA (``sum(min_count=1)``)."""
     kern_g = np.where(is_kernel, k_g, -1)
-    cols, measured = {}, {}
+    out = {}
     for col in SUM_COLS:
-        na = k[col].isna().to_numpy(bool)
-        cols[col] = _group_sum(np.where(na, -1, kern_g), k[col].to_numpy(np.int64, na_value=0), n)
-        measured[col] = _group_count(np.where(na, -1, kern_g), n) > 0
-    records = _records(cols, _group_count(kern_g, n) > 0)
-    for i, rec in enumerate(records):
-        if rec is not None:
-            for col in SUM_COLS:
-                rec[col] = rec[col] if measured[col][i] else None
-    return records
+        g = np.where(k[col].isna().to_numpy(bool), -1, kern_g)
+        out[col] = (_group_sum(g, k[col].to_numpy(np.int64, na_value=0), n), _group_count(g, n) > 0)
+    return out
 
 
-def _busy_and_span(k: pd.DataFrame, k_g: np.ndarray, n: int) -> list:
+def _busy_and_span(k: pd.DataFrame, k_g: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Union of device intervals (all kinds) and first-start→last-end span, per group.
 
     Rows sorted by (group, start); each group's times are shifted past every
@@ -202,8 +204,9 @@ def _busy_and_span(k: pd.DataFrame, k_g: np.ndarray, n: int) -> list:
     s = k["start_ns"].to_numpy(np.int64)[keep]
     e = s + k["dur_ns"].to_numpy(np.int64)[keep]
     g = k_g[keep]
+    span = np.zeros(n, np.int64)
     if len(s) == 0:
-        return [None] * n
+        return np.zeros(n, np.int64), span
     order = np.lexsort((s, g))
     g, s, e = g[order], s[order], e[order]
     run_end = _running_end(g, s, e)
@@ -213,9 +216,8 @@ def _busy_and_span(k: pd.DataFrame, k_g: np.ndarray, n: int) -> list:
     last = np.append(first[1:] - 1, len(s) - 1)
     busy = _group_sum(g[first], run_end[last] - s[first], n)
     g_first = np.flatnonzero(np.concatenate([[True], g[1:] != g[:-1]]))
-    span = np.zeros(n, np.int64)
     span[g[g_first]] = np.maximum.reduceat(e, g_first) - s[g_first]
-    return _records({"busy": busy, "span": span}, _group_count(g, n) > 0)
+    return busy, span
 
 
 def _running_end(g: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray:
@@ -229,60 +231,60 @@ def _running_end(g: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray:
     return np.concatenate([np.maximum.accumulate(e[a:b]) for a, b in zip(bounds[:-1], bounds[1:])])
 
 
-def _host_sums(partition: pd.DataFrame, p_g: np.ndarray, n: int) -> list:
-    cols = {c: _group_sum(p_g, partition[c].to_numpy(np.int64), n)
-            for c in [*HOST_KEYS, "exposed_orchestration_ns", "hidden_orchestration_ns"]}
-    return _records(cols, _group_count(p_g, n) > 0)
+def _base(c: dict, ctx: Context, n: int) -> dict:
+    kernels = c["kernels"].tolist()
+    return {"kernels": kernels, "launches": c["launches"].tolist(), "orphan_kernels": c["orphans"].tolist(),
+            "orphan_launches": c["orphan_launches"].tolist(), "aten_ops": c["aten_ops"].tolist(),
+            "floor_us": [ctx.floor.floor_us] * n, "floor_source": [ctx.floor.source] * n,
+            "t_dispatch_base_us": [_us(ctx.dispatch_base_ns)] * n,
+            "kernel_diversity": [round(names / k, 6) if k else None
+                                 for names, k in zip(c["names"].tolist(), kernels)]}
 
 
-def _base(c, g, grouping: Grouping, ctx: Context) -> dict:
-    zero = c is None
-    return {"kernels": 0 if zero else int(c["kernels"]), "launches": 0 if zero else int(c["launches"]),
-            "orphan_kernels": 0 if zero else int(c["orphans"]),
-            "orphan_launches": 0 if zero else int(c["orphan_launches"]),
-            "aten_ops": 0 if zero else int(c["aten_ops"]),
-            "floor_us": ctx.floor.floor_us, "floor_source": ctx.floor.source,
-            "t_dispatch_base_us": _us(ctx.dispatch_base_ns),
-            "kernel_diversity": round(c["names"] / c["kernels"], 6) if not zero and c["kernels"] else None}
+def _device(c: dict, busy_span: tuple[np.ndarray, np.ndarray], ctx: Context) -> dict:
+    """Device times; all ``None`` without device activity in the trace or in the group."""
+    busy, span = busy_span
+    has_rows = c["rows"] > 0 if ctx.has_device else np.zeros(len(busy), bool)
+    return {"device_active_us": _us_list(c["active"], has_rows & (c["kernels"] > 0)),
+            "device_busy_us": _us_list(busy, has_rows), "span_us": _us_list(span, has_rows),
+            "gpu_idle_us": _us_list(span - busy, has_rows)}
 
 
-def _device(c, busy, ctx: Context) -> dict:
-    if not ctx.has_device or busy is None:
-        return dict.fromkeys(("device_active_us", "device_busy_us", "span_us", "gpu_idle_us"))
-    active = int(c["active"]) if c is not None and c["kernels"] else None
-    return {"device_active_us": _us(active), "device_busy_us": _us(busy["busy"]), "span_us": _us(busy["span"]),
-            "gpu_idle_us": _us(busy["span"] - busy["busy"])}
-
-
-def _components(c, sums, ctx: Context) -> dict:
-    keys = [*SUM_COLS.values(), "orchestration_us", "hdbi"]
-    if c is None or not c["kernels"] or sums is None:
-        return dict.fromkeys(keys)
-    out = {key: _us(sums[col]) for col, key in SUM_COLS.items()}
+def _components(c: dict, sums: dict, ctx: Context) -> dict:
+    """ΔFT / ΔCT / ΔKT sums, orchestration and HDBI; ``None`` for a group without kernels."""
+    has_kernels = c["kernels"] > 0
+    out = {key: _us_list(sums[col][0], sums[col][1] & has_kernels) for col, key in SUM_COLS.items()}
     if not ctx.t_py_measured:
-        out["framework_python_us"] = None
-    parts = [sums[col] for col in ("ft_ns", "ct_ns", "kt_floor_ns") if sums[col] is not None]
-    orch = int(sum(parts)) if parts else None
-    active = int(c["active"])
-    out["orchestration_us"] = _us(orch)
-    out["hdbi"] = None if orch is None or active + orch == 0 else round(active / (active + orch), 6)
+        out["framework_python_us"] = [None] * len(has_kernels)
+    parts = [sums[col] for col in ("ft_ns", "ct_ns", "kt_floor_ns")]
+    orch = sum(np.where(measured, total, 0) for total, measured in parts)
+    has_orch = has_kernels & np.logical_or.reduce([measured for _, measured in parts])
+    out["orchestration_us"] = _us_list(orch, has_orch)
+    out["hdbi"] = [round(a / (a + o), 6) if ok and a + o != 0 else None  # Eq. HDBI
+                   for a, o, ok in zip(c["active"].tolist(), orch.tolist(), has_orch.tolist())]
     return out
 
 
-def _tokens(row: dict, tokens: int | None) -> dict:
+def _tokens(cols: dict, tokens: list) -> dict:
+    kernels = [k if active is not None else None for k, active in zip(cols["kernels"], cols["device_active_us"])]
     return {"tokens": tokens,
-            "kernels_per_token": _per(row["kernels"] if row["device_active_us"] is not None else None, tokens),
-            "orchestration_us_per_token": _per(row["orchestration_us"], tokens),
-            "framework_us_per_token": _per(row["framework_us"], tokens),
-            "device_active_us_per_token": _per(row["device_active_us"], tokens),
-            "aten_ops_per_token": _per(row["aten_ops"], tokens)}
+            "kernels_per_token": _per_list(kernels, tokens),
+            "orchestration_us_per_token": _per_list(cols["orchestration_us"], tokens),
+            "framework_us_per_token": _per_list(cols["framework_us"], tokens),
+            "device_active_us_per_token": _per_list(cols["device_active_us"], tokens),
+            "aten_ops_per_token": _per_list(cols["aten_ops"], tokens)}
 
 
-def _host(h) -> dict:
-    if h is None:
-        return {**{us: 0.0 for us in HOST_KEYS.values()}, "exposed_orchestration_us": 0.0,
-                "hidden_orchestration_us": 0.0}
-    out = {us: _us(h[ns]) for ns, us in HOST_KEYS.items()}
-    out["exposed_orchestration_us"] = _us(h["exposed_orchestration_ns"])
-    out["hidden_orchestration_us"] = _us(h["hidden_orchestration_ns"])
+def _per_list(values: list, tokens: list) -> list:
+    if not any(tokens):
+        return [None] * len(values)
+    return [_per(v, t) for v, t in zip(values, tokens)]
+
+
+def _host(partition: pd.DataFrame, p_g: np.ndarray, n: int) -> dict:
+    """Host partition sums; 0.0 (not ``None``) for a group with no host time."""
+    out = {}
+    for ns_col, us_key in [*HOST_KEYS.items(), ("exposed_orchestration_ns", "exposed_orchestration_us"),
+                           ("hidden_orchestration_ns", "hidden_orchestration_us")]:
+        out[us_key] = _us_list(_group_sum(p_g, partition[ns_col].to_numpy(np.int64), n))
     return out

@@ -109,6 +109,8 @@ class Device:
     start_ns: np.ndarray
     end_ns: np.ndarray
     correlation: np.ndarray
+    kind_codes: np.ndarray  # kind = kind_cats[kind_codes]
+    kind_cats: np.ndarray
 
 
 @dataclass
@@ -183,4 +185,4 @@ def _device(da: pa.Table) -> Device:
     start = _ints(da, "start_ns")[row]
     return Device(row, _ints(da, "process")[row], kind, names,
                   _ints(da, "device")[row], _ints(da, "stream")[row], start,
-                  start + _ints(da, "dur_ns")[row], _ints(da, "correlation")[row])
+                  start + _ints(da, "dur_ns")[row], _ints(da, "correlation")[row], codes[row], cats)

@@ -41,7 +41,7 @@ from .kineto_columns import ColumnSink, narrow_ids
 from .kineto_events import InvalidUtf8, chunk_indices, decode_chunk, gc_paused
 from .kineto_io import GZIP_MAGIC
 
-IN_FLIGHT = 2  # chunks queued at the helper: enough to keep it busy, little memory
+IN_FLIGHT = 3  # chunks queued at the helper: enough to keep it busy (it also takes a larger share), little memory
 MIN_PARALLEL_BYTES = 8 << 20  # below ~8 MB of JSON (~40 k events) the fork and merge do not pay
 _GZIP_RATIO = 8  # Kineto JSON inflates ~8-10x; a floor for the size estimate
 _ANSWER_TIMEOUT_S = 60.0  # a helper silent this long (a chunk takes ~50 ms) is taken as lost
