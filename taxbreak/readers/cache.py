@@ -171,8 +171,15 @@ def _store(tables: TraceTables, entry: Path) -> None:
         tables.host_events, tables.api_calls, tables.device_activities, tables.ranges, tables.flows,
         meta=copy.deepcopy(tables.meta), diagnostics=Diagnostics.from_dict(tables.diagnostics.as_dict()),
     )
-    writer = threading.Thread(target=store_entry, args=(entry, snapshot.to_parquet, {"path": tables.meta.path}),
-                              name=f"taxbreak-cache-{entry.name[:8]}")
+    store_in_background(entry, snapshot.to_parquet, {"path": tables.meta.path})
+
+
+def store_in_background(entry: Path, write: Callable[[Path], object], record: dict) -> None:
+    """:func:`store_entry` in a non-daemon thread that :func:`wait_for_writes` can join.
+
+    ``write`` must only read data that nothing changes afterwards (a snapshot).
+    """
+    writer = threading.Thread(target=store_entry, args=(entry, write, record), name=f"taxbreak-cache-{entry.name[:8]}")
     with _PENDING_LOCK:
         _PENDING[entry.name] = writer
     writer.start()

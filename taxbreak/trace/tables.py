@@ -85,9 +85,13 @@ class TraceTables:
 
     def write_meta(self, out_dir: Path) -> Path:
         """``trace_meta.json``: the metadata and diagnostics, without the tables."""
-        meta = {"meta": asdict(self.meta), "diagnostics": self.diagnostics.as_dict()}
-        (out_dir / META_FILE).write_text(json.dumps(meta, indent=1, sort_keys=True))
+        (out_dir / META_FILE).write_text(self.meta_json())
         return out_dir / META_FILE
+
+    def meta_json(self) -> str:
+        """The text of ``trace_meta.json`` (see :meth:`write_meta`)."""
+        meta = {"meta": asdict(self.meta), "diagnostics": self.diagnostics.as_dict()}
+        return json.dumps(meta, indent=1, sort_keys=True)
 
     @classmethod
     def from_parquet(cls, in_dir: str | Path) -> "TraceTables":

@@ -9,7 +9,7 @@ import pandas.testing as pdt
 import pytest
 
 from taxbreak.readers import load_trace
-from taxbreak.readers.cache import cache_stats, clear_cache
+from taxbreak.readers.cache import cache_stats, clear_cache, wait_for_writes
 from taxbreak.scale import analysis_cache
 from taxbreak.scale.analysis_cache import FRAMES, analysis_cache_dir, analysis_key, cached_analyze
 from taxbreak.synth.bigtrace import write_big_kineto
@@ -89,8 +89,9 @@ def test_no_cache_writes_nothing(small_trace):
 
 def test_corrupt_entry_is_recomputed_with_a_diagnostic(small_trace):
     first = cached_analyze(small_trace)
+    wait_for_writes()  # the entry is written in the background
     entry = analysis_cache_dir() / analysis_key(small_trace, None, None, None)
-    (entry / "kernels.parquet").write_bytes(b"PAR1 not really")
+    (entry / "kernels.arrow").write_bytes(b"ARROW1 not really")
     again = cached_analyze(small_trace)
     assert again.tables.diagnostics.count("cache.corrupt_entry") == 1
     _assert_same(first, again)
@@ -104,3 +105,18 @@ def test_tables_and_missing_paths_go_straight_to_analyze(small_trace, tmp_path):
     with pytest.raises(TaxbreakError) as info:
         cached_analyze(tmp_path / "absent.json")
     assert info.value.code == "input.not_found"
+
+
+def test_background_write_is_a_snapshot(tmp_path):
+    """The entry is written after cached_analyze returns: changing the returned
+    frames at once must not change what a later hit reads back."""
+    path = tmp_path / "rank0.json.gz"
+    write_big_kineto(path, 2000, seed=3)
+    first = cached_analyze(path)
+    expected = analysis_cache.analyze(path)
+    first.kernels["dur_ns"] = -1
+    first.summary["all"]["kernels"] = -1
+    wait_for_writes()
+    again = cached_analyze(path)
+    _assert_same(expected, again)
+    assert again.kernels["dur_ns"].min() >= 0
