@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 from ..trace.errors import DeviceUnavailableError, TaxbreakError
 from ..trace.paths import floor_cache_path
 from ..trace.tables import TraceTables
-from .kineto_log import quiet_kineto_markers
+from .kineto_log import profiler_session
 from .ptx import NULL_KERNEL_NAME
 
 log = logging.getLogger(__name__)
@@ -183,7 +183,6 @@ def profile_null_launches(device_index: int, warmup: int, runs: int, trace_path:
         ``(gpu_name, driver_version)`` as the driver reports them.
     """
     import torch
-    from torch.profiler import ProfilerActivity, profile
 
     from .ptx_launch import CudaDriver, load_libcuda
 
@@ -198,8 +197,7 @@ def profile_null_launches(device_index: int, warmup: int, runs: int, trace_path:
     drv.synchronize()
     # Warm-up runs under the profiler too (as published, only the last `runs`
     # samples count): the first launches after CUPTI attaches are slower.
-    quiet_kineto_markers()
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+    with profiler_session(f"cuda:{device_index}").profile as prof:
         for _ in range(warmup + runs):
             drv.launch_null(func)
             drv.synchronize()  # idle GPU at every launch: no queueing in T_sys

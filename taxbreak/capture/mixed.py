@@ -293,17 +293,13 @@ def _record(cfg, model, batch: MixedBatch, steps: int, run_dir, report):
     """Record ``cfg.runs`` runs of mixed steps in one torch.profiler trace."""
     import time
 
-    from torch.profiler import ProfilerActivity
-    from torch.profiler import profile as torch_profile
-
     from . import markers, runner
-    from .kineto_log import quiet_kineto_markers
+    from .kineto_log import profiler_session
 
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if str(cfg.device).startswith("cuda") else [])
     markers.reset_counters()
-    quiet_kineto_markers()
+    session = profiler_session(cfg.device, record_shapes=True, with_stack=cfg.with_stack)
     traced_ms = []
-    with torch_profile(activities=activities, record_shapes=True, with_stack=cfg.with_stack) as prof:
+    with session.profile as prof:
         for rep in range(cfg.runs):
             start = time.perf_counter_ns()
             runner.guard_workload(lambda: run_mixed_steps(model.module, batch, steps, cfg.device))
@@ -311,7 +307,7 @@ def _record(cfg, model, batch: MixedBatch, steps: int, run_dir, report):
             report(runner.ProgressEvent("record", rep + 1, cfg.runs))
     trace_path = run_dir / "trace.json.gz"
     prof.export_chrome_trace(str(trace_path))
-    info = {"tool": "torch.profiler", "activities": [a.name for a in activities],
+    info = {"tool": "torch.profiler", "activities": session.activity_names,
             "record_shapes": True, "with_stack": cfg.with_stack}
     return trace_path, traced_ms, info
 

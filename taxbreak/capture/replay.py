@@ -30,7 +30,7 @@ import pandas as pd
 
 from ..trace.errors import CaptureError, TaxbreakError, TraceNotFoundError
 from ..trace.tables import TraceTables
-from .kineto_log import quiet_kineto_markers
+from .kineto_log import profiler_session
 from .replay_call import rebuild, resolve_overloads
 from .replay_inputs import OpRecord, dtype_of, parse_record
 from .replay_match import REPLAY_PREFIX, RECORD_COLUMNS, kernel_chains, unique_kernels
@@ -129,15 +129,13 @@ def run_replay(plan: ReplayPlan, trace_path: Path, device: str = "cuda", warmup:
     rebuild on ``device``.
     """
     import torch
-    from torch.profiler import ProfilerActivity, profile, record_function
+    from torch.profiler import record_function
 
     is_cuda = str(device).startswith("cuda")
     sync = torch.cuda.synchronize if is_cuda else (lambda: None)
     nvtx = torch.cuda.nvtx if is_cuda else None
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if is_cuda else [])
     failed: dict[int, str] = {}
-    quiet_kineto_markers()
-    with profile(activities=activities) as prof:
+    with profiler_session(device).profile as prof:
         for op_index, record in enumerate(plan.records):
             try:
                 call = rebuild(record, device, plan.default_dtype)[0]  # its output is dropped at once

@@ -33,7 +33,7 @@ import torch
 from ..trace.errors import CaptureError, UsageError
 from . import manifest as mf
 from . import markers
-from .kineto_log import quiet_kineto_markers
+from .kineto_log import profiler_session
 from .hostinfo import free_memory_bytes
 from .models import build_model, count_parameters, parse_dtype, resolve_spec
 
@@ -279,22 +279,16 @@ def guard_workload(fn):
 
 def _capture_torch(cfg: ProfileConfig, model: LoadedModel, input_ids, run_dir: Path, report):
     """Record ``cfg.runs`` runs in one torch.profiler trace; return (path, run times, info)."""
-    from torch.profiler import ProfilerActivity
-    from torch.profiler import profile as torch_profile
-
-    activities = [ProfilerActivity.CPU]
-    if str(cfg.device).startswith("cuda"):
-        activities.append(ProfilerActivity.CUDA)
     markers.reset_counters()
-    quiet_kineto_markers()
-    with torch_profile(activities=activities, record_shapes=True, with_stack=cfg.with_stack) as prof:
+    session = profiler_session(cfg.device, record_shapes=True, with_stack=cfg.with_stack)
+    with session.profile as prof:
         traced_ms = guard_workload(lambda: timed_runs(model.module, input_ids, cfg.new_tokens, cfg.runs,
                                               lambda k: report(ProgressEvent("record", k, cfg.runs))))
     report(ProgressEvent("export", 0, 1))
     trace_path = run_dir / "trace.json.gz"
     prof.export_chrome_trace(str(trace_path))
     report(ProgressEvent("export", 1, 1))
-    info = {"tool": "torch.profiler", "activities": [a.name for a in activities],
+    info = {"tool": "torch.profiler", "activities": session.activity_names,
             "record_shapes": True, "with_stack": cfg.with_stack}
     return trace_path, traced_ms, info
 
