@@ -110,7 +110,7 @@ class ColumnSink:
 
     def take_table(self, table: str, origin_ns: int) -> pa.Table | None:
         """Concatenate the chunks of one table (times made relative to ``origin_ns``)
-        and release them, so that only one table is being widened at a time."""
+        and release them as they are taken."""
         parts = self.parts.pop(table, {})
         cols = {}
         for name in list(parts):
