@@ -164,20 +164,22 @@ def int_ids(values: list, default: int = -1) -> np.ndarray:
     (Kineto ids are integers; only ``blocks per SM``-like args are floats).
     Values above the int64 range (uint64 tids) wrap to their two's complement.
     """
-    try:  # the common case, ints and absent values, converted in C. Arrow refuses
-        # bools, strings and uint64 (the numpy attempts below take over); it truncates
-        # floats exactly as numpy does (tests/readers/test_kineto_fastpaths.py)
+    n = len(values)
+    try:  # all ints (pid, tid, ...): np.fromiter takes ~25 ns a value, pa.array ~300 here
+        return np.fromiter(values, dtype=np.int64, count=n)
+    except (TypeError, ValueError, OverflowError):
+        pass
+    try:  # ints and absent values: Arrow is the fastest with nulls. It refuses bools, strings
+        # and uint64 (the numpy attempt below takes over); it truncates floats exactly as numpy
+        # does (tests/readers/test_kineto_fastpaths.py checks every path against np.array)
         ids = pa.array(values, type=pa.int64())
         return ids.fill_null(default).to_numpy() if ids.null_count else ids.to_numpy()
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
         pass
-    for attempt in (lambda: values, lambda: [default if v is None else v for v in values]):
-        try:  # first all ints, then the common mix of ints and absent values
-            ids = np.array(attempt(), dtype=np.int64)
-        except (TypeError, ValueError, OverflowError):
-            continue
-        if ids.shape == (len(values),):  # equal-length lists would make a 2-D array
-            return ids
+    try:
+        return np.fromiter([default if v is None else v for v in values], dtype=np.int64, count=n)
+    except (TypeError, ValueError, OverflowError):
+        pass
     return np.array([_one_id(v, default) for v in values], dtype=np.int64)
 
 

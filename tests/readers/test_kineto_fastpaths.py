@@ -72,14 +72,16 @@ def test_us_text_to_ns_matches_decimal_reference(texts):
 _ID = st.one_of(
     st.none(),
     st.integers(-(2**63), 2**64 - 1),
-    st.floats(allow_nan=False, allow_infinity=False, width=64),
+    st.floats(width=64),  # NaN and infinities included
     st.booleans(),
     st.sampled_from(["0x1f", "12", "Spans", " 7 "]),
+    st.lists(st.integers(0, 5), max_size=3),  # grid-like lists where an id was expected
+    st.just({"a": 1}),
 )
 
 
 def _numpy_int_ids(values: list, default: int = -1) -> list[int]:
-    """The numpy-only conversion the Arrow fast path short-cuts (its definition)."""
+    """The numpy conversion ``int_ids``' fast path (``np.fromiter``) must equal (its definition)."""
     for attempt in (lambda: values, lambda: [default if v is None else v for v in values]):
         try:
             ids = np.array(attempt(), dtype=np.int64)
