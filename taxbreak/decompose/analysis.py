@@ -20,7 +20,7 @@ from .floor import resolve_floor
 from .inputs import resolve_input
 from .link import link
 from .partition import device_busy, host_partition
-from .scopes import ScopeInputs, build_ops, phase_table, step_table
+from .scopes import ScopeInputs, build_ops, phase_table, prepare_scopes, step_table
 from .steps import BETWEEN, BETWEEN_NAME, compile_pattern, find_steps, is_marker, marker_candidates
 from .summary import Context
 from .views import build_views, _ints, _strs
@@ -118,12 +118,17 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
     ctx = Context(floor, kernels.attrs.get("t_dispatch_base_ns"), trace_tokens, views.device.row.size > 0,
                   t_py_measured, links.has_library_ranges)
     inputs = ScopeInputs(views, links, kernels, partition, steps, ctx)
-    steps_df, step_dicts = step_table(inputs)
-    phases_df, phase_dicts, all_dict = phase_table(inputs)
+    prepare_scopes(inputs)  # shared by both tables below, computed before they run side by side
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="taxbreak-scopes") as pool:
+        phases_job = pool.submit(phase_table, inputs)
+        ops_job = pool.submit(build_ops, views, kernels, links.roots)
+        steps_df, step_dicts = step_table(inputs)
+        phases_df, phase_dicts, all_dict = phases_job.result()
+        ops = ops_job.result()
     meta = _meta(tables, source, steps, floor, ctx, passes)
     summary = {"all": all_dict, "phases": phase_dicts, "steps": step_dicts, "meta": meta,
                "diagnostics": diags.as_dict()}
-    return Analysis(kernels, steps_df, phases_df, build_ops(views, kernels, links.roots), partition, summary, tables)
+    return Analysis(kernels, steps_df, phases_df, ops, partition, summary, tables)
 
 
 def _check_arguments(floor_us, tokens) -> None:

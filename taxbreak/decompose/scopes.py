@@ -35,6 +35,11 @@ class _ApiSteps:
     aten_root: np.ndarray  # step of each outermost ATen op invocation
 
 
+def prepare_scopes(inp: ScopeInputs) -> None:
+    """Compute what the step and phase tables share, so they can then run in two threads."""
+    _api_steps(inp)
+
+
 def _api_steps(inp: ScopeInputs) -> _ApiSteps:
     if inp._api is None:
         inp._api = _compute_api_steps(inp)
