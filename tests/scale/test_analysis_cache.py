@@ -13,6 +13,7 @@ from taxbreak.readers.cache import cache_stats, clear_cache, wait_for_writes
 from taxbreak.scale import analysis_cache
 from taxbreak.scale.analysis_cache import FRAMES, analysis_cache_dir, analysis_key, cached_analyze
 from taxbreak.synth.bigtrace import write_big_kineto
+from taxbreak.trace.errors import TaxbreakError
 from taxbreak.trace.tables import DeferredTraceTables
 
 
@@ -91,7 +92,7 @@ def test_corrupt_entry_is_recomputed_with_a_diagnostic(small_trace):
     first = cached_analyze(small_trace)
     wait_for_writes()  # the entry is written in the background
     entry = analysis_cache_dir() / analysis_key(small_trace, None, None, None)
-    (entry / "kernels.arrow").write_bytes(b"ARROW1 not really")
+    (entry / "ops.arrow").write_bytes(b"ARROW1 not really")  # read at the hit itself
     again = cached_analyze(small_trace)
     assert again.tables.diagnostics.count("cache.corrupt_entry") == 1
     _assert_same(first, again)
@@ -120,3 +121,41 @@ def test_background_write_is_a_snapshot(tmp_path):
     again = cached_analyze(path)
     _assert_same(expected, again)
     assert again.kernels["dur_ns"].min() >= 0
+
+
+def test_report_frames_only_are_read_at_a_hit(small_trace, monkeypatch):
+    first = cached_analyze(small_trace)
+    wait_for_writes()
+    read = []
+    original = analysis_cache._read_frame
+    monkeypatch.setattr(analysis_cache, "_read_frame", lambda entry, name: read.append(name) or original(entry, name))
+    second = cached_analyze(small_trace)
+    assert read == ["ops"]  # what the terminal report needs, with the summary
+    second.kernels
+    second.kernels
+    assert read == ["ops", "kernels"]  # read once, on first access
+    _assert_same(first, second)
+
+
+def test_a_deferred_frame_whose_entry_vanished_is_computed_again(tmp_path):
+    path = tmp_path / "rank0.json.gz"
+    write_big_kineto(path, 2000, seed=4)
+    first = cached_analyze(path)
+    wait_for_writes()
+    second = cached_analyze(path)
+    clear_cache()  # e.g. `taxbreak cache clear` in another shell, before the frame is read
+    _assert_same(first, second)
+    assert second.tables.diagnostics.count("cache.corrupt_entry") == 1  # analyzed again once, for all frames
+
+
+def test_a_vanished_entry_of_a_changed_trace_is_an_error(tmp_path):
+    path = tmp_path / "rank0.json.gz"
+    write_big_kineto(path, 2000, seed=5)
+    cached_analyze(path)
+    wait_for_writes()
+    second = cached_analyze(path)
+    clear_cache()
+    write_big_kineto(path, 2500, seed=6)  # the trace changed too: its frames would not match the summary
+    with pytest.raises(TaxbreakError) as err:
+        second.kernels
+    assert err.value.code == "cache.corrupt"
