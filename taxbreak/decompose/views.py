@@ -5,6 +5,7 @@ tables once (strings stay Arrow arrays until a DataFrame needs them).
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -150,8 +151,21 @@ def _host_with_nvtx(tables: TraceTables) -> pa.Table:
 
 
 def build_views(tables: TraceTables) -> Views:
-    """Numpy views of ``tables`` with lanes shared by host events and API calls."""
+    """Numpy views of ``tables`` with lanes shared by host events and API calls.
+
+    The device view and the name codes of host events (a dictionary encoding of
+    every name: the largest single step) are built in a second thread while this
+    one assigns lanes; Arrow and numpy release the GIL for both.
+    """
     he, ac = _host_with_nvtx(tables), tables.api_calls
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="taxbreak-views") as pool:
+        names_job = pool.submit(_codes, he, "name")  # needed first, once the lanes are assigned
+        device_job = pool.submit(_device, tables.device_activities)
+        views = _host_and_api(he, ac, names_job)
+        return Views(views[0], views[1], device_job.result(), *views[2:])
+
+
+def _host_and_api(he: pa.Table, ac: pa.Table, names_job) -> tuple:
     pids = np.concatenate([_ints(he, "pid"), _ints(ac, "pid")])
     tids = np.concatenate([_ints(he, "tid"), _ints(ac, "tid")])
     lane, lane_pid, lane_tid = dense_pairs(pids, tids)
@@ -160,7 +174,7 @@ def build_views(tables: TraceTables) -> Views:
     kind = k_cats[k_codes] if n_he else np.zeros(0, dtype=object)
     is_aten = (kind == "op") & np.asarray(pc.fill_null(pc.starts_with(he.column("name"), "aten::"), False)
                                           .to_numpy(zero_copy_only=False), dtype=bool)
-    h_codes, h_cats = _codes(he, "name")
+    h_codes, h_cats = names_job.result()
     host = Host(lane[:n_he], pids[:n_he], tids[:n_he], kind, h_cats[h_codes] if n_he else h_cats,
                 _ints(he, "start_ns"), _ints(he, "start_ns") + _ints(he, "dur_ns"), _ints(he, "external_id"),
                 is_aten, h_codes, h_cats, k_codes, k_cats)
@@ -171,7 +185,7 @@ def build_views(tables: TraceTables) -> Views:
               a_cats[a_codes] if ac.num_rows else a_cats, _ints(ac, "start_ns"),
               _ints(ac, "start_ns") + _ints(ac, "dur_ns"), _ints(ac, "correlation"), _ints(ac, "external_id"),
               a_codes, a_cats, ak_codes, ak_cats)
-    return Views(host, api, _device(tables.device_activities), len(lane_pid), lane_pid, lane_tid)
+    return host, api, len(lane_pid), lane_pid, lane_tid
 
 
 def _device(da: pa.Table) -> Device:
