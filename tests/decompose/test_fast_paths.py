@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from taxbreak.decompose.intervals import (_dense_pairs_lexsort, _enclosing_disjoint, covered_before, dense_pairs,
                                           innermost_enclosing, union_intervals, unique_inverse)
 from taxbreak.decompose.partition import _sums
-from taxbreak.decompose.summary import _Codes, _us
+from taxbreak.decompose.summary import _Codes, _us, _us_list
 from taxbreak.trace.nesting import lane_clock, nesting, small_lanes
 
 _ints = st.lists(st.integers(-50, 50), max_size=40)
@@ -19,6 +19,16 @@ _ints = st.lists(st.integers(-50, 50), max_size=40)
 @given(st.integers(-2**50 + 1, 2**50 - 1))
 def test_us_skips_round_only_where_it_is_exact(ns):
     assert _us(ns) == round(float(ns) / 1000.0, 3)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(-2**62, 2**62), st.booleans()), max_size=30))
+def test_us_list_is_us_per_value(pairs):
+    """The column-wise µs conversion of the per-scope summaries equals ``_us`` on each value."""
+    ns = np.array([n for n, _ in pairs], dtype=np.int64)
+    valid = np.array([ok for _, ok in pairs], dtype=bool)
+    assert _us_list(ns, valid) == [_us(n) if ok else None for n, ok in pairs]
+    assert _us_list(ns) == [_us(n) for n, _ in pairs]
 
 
 def test_us_keeps_unmeasured_and_large_values():
@@ -117,3 +127,21 @@ def test_disjoint_intervals_take_the_search_path():
     # nested (overlapping) intervals fall back to the sweep
     assert _enclosing_disjoint(np.array([0, 0]), np.array([0, 1]), np.array([9, 2]), np.array([0]),
                                np.array([1])) is None
+
+
+def test_an_error_in_the_partition_thread_reaches_the_caller(monkeypatch, tmp_path):
+    """analyze() runs the host partition in a second thread: its failure must not be lost."""
+    import pytest
+
+    from taxbreak.decompose import analysis
+    from taxbreak.synth.bigtrace import write_big_kineto
+
+    path = tmp_path / "t.json.gz"
+    write_big_kineto(path, 2000, seed=2)
+
+    def broken(*args):
+        raise RuntimeError("partition failed")
+
+    monkeypatch.setattr(analysis, "host_partition", broken)
+    with pytest.raises(RuntimeError, match="partition failed"):
+        analysis.analyze(path)
