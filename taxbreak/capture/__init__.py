@@ -9,6 +9,8 @@ Imported lazily so that ``import taxbreak.capture`` does not load torch.
 """
 from __future__ import annotations
 
+from ..trace.lazy import lazy_exports
+
 _EXPORTS = {
     "phase": "markers", "step": "markers", "run": "markers", "reset_counters": "markers",
     "PHASES": "markers",
@@ -22,11 +24,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-    module_name = _EXPORTS.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'taxbreak.capture' has no attribute {name!r}")
-    import importlib
-
-    module = importlib.import_module(f".{module_name}", __name__)
-    return getattr(module, name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -10,7 +10,7 @@ Library entry points (each wrapped by a CLI command):
 """
 from __future__ import annotations
 
-import importlib
+from ..trace.lazy import lazy_exports
 
 # names are imported on first use: ``taxbreak analyze`` needs only report.terminal, not
 # the HTML, annotate, diff and budget modules (~40 ms of its start-up)
@@ -26,8 +26,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'taxbreak.report' has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{module}", __name__), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -6,7 +6,7 @@ Names are imported on first use so that ``import taxbreak.scale.discover``
 """
 from __future__ import annotations
 
-import importlib
+from ..trace.lazy import lazy_exports
 
 _EXPORTS = {
     "FileResult": "many", "ManyResult": "many", "analyze_many": "many",
@@ -21,8 +21,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'taxbreak.scale' has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{module}", __name__), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)
