@@ -1,10 +1,10 @@
 """``analyze()``: a trace in, the TaxBreak decomposition out (``Analysis``)."""
 from __future__ import annotations
 
-import math
-from concurrent.futures import ThreadPoolExecutor
-import numbers
 import logging
+import math
+import numbers
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 

@@ -9,7 +9,7 @@ import pandas as pd
 from ..trace.nesting import nesting, sorted_unique
 from .link import Links, root_atens
 from .steps import BETWEEN, BETWEEN_NAME, Steps
-from .summary import SUMMARY_KEYS, Context, Grouping, grouped_columns, grouped_metrics
+from .summary import SUMMARY_KEYS, Context, Grouping, KernelArrays, grouped_columns, grouped_metrics, kernel_arrays
 from .views import LAUNCH_API_KINDS, LINKABLE_API_KINDS, Views
 
 
@@ -22,6 +22,7 @@ class ScopeInputs:
     steps: Steps
     ctx: Context
     _api: "_ApiSteps | None" = field(default=None, repr=False)  # computed once, shared by step/phase tables
+    _kernel_arrays: KernelArrays | None = field(default=None, repr=False)  # likewise
 
 
 @dataclass
@@ -38,6 +39,13 @@ class _ApiSteps:
 def prepare_scopes(inp: ScopeInputs) -> None:
     """Compute what the step and phase tables share, so they can then run in two threads."""
     _api_steps(inp)
+    _kernels(inp)
+
+
+def _kernels(inp: ScopeInputs) -> KernelArrays:
+    if inp._kernel_arrays is None:
+        inp._kernel_arrays = kernel_arrays(inp.kernels)
+    return inp._kernel_arrays
 
 
 def _api_steps(inp: ScopeInputs) -> _ApiSteps:
@@ -82,7 +90,7 @@ def step_table(inp: ScopeInputs) -> tuple[pd.DataFrame, list[dict]]:
     rows = _step_rows(inp)
     ids = rows["step"].astype(np.int64).tolist()
     counts = {i: (0 if i == BETWEEN else 1) for i in ids}
-    metrics = grouped_columns(inp.kernels, inp.partition,
+    metrics = grouped_columns(_kernels(inp), inp.partition,
                               _grouping(inp, _api_steps(inp), lambda s: np.asarray(s, np.int64), counts, None),
                               ids, inp.ctx)
     columns = {"step": ids, "phase": rows["phase"].tolist(), "name": rows["name"].tolist(),
@@ -114,12 +122,12 @@ def phase_table(inp: ScopeInputs) -> tuple[pd.DataFrame, dict, dict]:
 
     n_steps = int((ids != BETWEEN).sum())
     tokens = _phase_tokens(inp.ctx.tokens, per_phase, n_steps)
-    by_pos = grouped_metrics(inp.kernels, inp.partition,
+    by_pos = grouped_metrics(_kernels(inp), inp.partition,
                              _grouping(inp, api, to_phase, {i: per_phase[p] for i, p in enumerate(phases)},
                                        None if tokens is None else {i: tokens[p] for i, p in enumerate(phases)}),
                              list(range(len(phases))), inp.ctx)
     by_phase = {p: by_pos[i] for i, p in enumerate(phases)}
-    everything = grouped_metrics(inp.kernels, inp.partition,
+    everything = grouped_metrics(_kernels(inp), inp.partition,
                                  _grouping(inp, api, lambda s: np.zeros(len(s), np.int64), {0: n_steps},
                                            inp.ctx.tokens), [0], inp.ctx)[0]
     df = pd.DataFrame([{"phase": p, **m} for p, m in by_phase.items()], columns=["phase", *SUMMARY_KEYS])

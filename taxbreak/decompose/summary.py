@@ -72,7 +72,31 @@ def _per(value, tokens) -> float | None:
     return None if value is None or not tokens else round(float(value) / tokens, 3)
 
 
-def grouped_metrics(kernels: pd.DataFrame, partition: pd.DataFrame, grouping: Grouping, groups: list,
+@dataclass
+class KernelArrays:
+    """The per-kernel columns every scope sums, taken out of ``Analysis.kernels`` once
+    (the step, phase and whole-trace summaries all read them)."""
+
+    is_kernel: np.ndarray  # kind == "kernel"
+    start_ns: np.ndarray
+    dur_ns: np.ndarray
+    orphan: np.ndarray  # no launch call linked
+    name_codes: np.ndarray  # categorical codes of the kernel name, -1 for none
+    n_names: int
+    components: dict  # SUM_COLS column -> (int64 values with NA as 0, NA mask)
+
+
+def kernel_arrays(kernels: pd.DataFrame) -> KernelArrays:
+    """The :class:`KernelArrays` of an ``Analysis.kernels`` frame."""
+    names = kernels["name"]
+    return KernelArrays((kernels["kind"] == "kernel").to_numpy(bool), kernels["start_ns"].to_numpy(np.int64),
+                        kernels["dur_ns"].to_numpy(np.int64), kernels["launch_start_ns"].isna().to_numpy(bool),
+                        names.cat.codes.to_numpy(np.int64), len(names.cat.categories),
+                        {col: (kernels[col].to_numpy(np.int64, na_value=0), kernels[col].isna().to_numpy(bool))
+                         for col in SUM_COLS})
+
+
+def grouped_metrics(kernels: KernelArrays, partition: pd.DataFrame, grouping: Grouping, groups: list,
                     ctx: Context) -> dict:
     """``{group: summary dict}`` for every group in ``groups`` (keys: ``SUMMARY_KEYS``)."""
     columns = grouped_columns(kernels, partition, grouping, groups, ctx)
@@ -80,7 +104,7 @@ def grouped_metrics(kernels: pd.DataFrame, partition: pd.DataFrame, grouping: Gr
     return {g: dict(zip(SUMMARY_KEYS, values)) for g, values in zip(groups, rows)}
 
 
-def grouped_columns(kernels: pd.DataFrame, partition: pd.DataFrame, grouping: Grouping, groups: list,
+def grouped_columns(kernels: KernelArrays, partition: pd.DataFrame, grouping: Grouping, groups: list,
                     ctx: Context) -> dict[str, list]:
     """``{key: one value per group}`` for every key of ``SUMMARY_KEYS``, in ``groups`` order.
 
@@ -92,11 +116,10 @@ def grouped_columns(kernels: pd.DataFrame, partition: pd.DataFrame, grouping: Gr
     n = len(groups)
     codes = _Codes(pd.Index(groups), n)
     k_g = codes(grouping.kernel_g)
-    is_kernel = (kernels["kind"] == "kernel").to_numpy(bool)
-    counts = _counts(kernels, k_g, is_kernel, grouping, codes)
+    counts = _counts(kernels, k_g, grouping, codes)
     out = _base(counts, ctx, n)
     out.update(_device(counts, _busy_and_span(kernels, k_g, n), ctx))
-    out.update(_components(counts, _sums(kernels, k_g, is_kernel, n), ctx))
+    out.update(_components(counts, _sums(kernels, k_g, n), ctx))
     lib = _group_sum(codes(grouping.library_g), grouping.library_ns, n)
     out["library_measured_us"] = _us_list(lib) if ctx.has_library_ranges else [None] * n
     out.update(_tokens(out, _group_tokens(grouping.tokens, groups)))
@@ -157,43 +180,42 @@ def _us_list(ns: np.ndarray, valid: np.ndarray | None = None) -> list:
     return [v if ok else None for v, ok in zip(values, valid.tolist())]
 
 
-def _counts(k: pd.DataFrame, k_g: np.ndarray, is_kernel: np.ndarray, grouping: Grouping, codes) -> dict:
+def _counts(k: KernelArrays, k_g: np.ndarray, grouping: Grouping, codes) -> dict:
     """Kernel, launch, orphan and ATen-op counts per group (all zero for a group with none of them)."""
     n = codes.n
-    kern_g = np.where(is_kernel, k_g, -1)
+    kern_g = np.where(k.is_kernel, k_g, -1)
     return {"kernels": _group_count(kern_g, n),
-            "active": _group_sum(kern_g, k["dur_ns"].to_numpy(np.int64), n),
-            "names": _distinct_names(k["name"], kern_g, n),
-            "orphans": _group_count(np.where(k["launch_start_ns"].isna().to_numpy(bool), k_g, -1), n),
+            "active": _group_sum(kern_g, k.dur_ns, n),
+            "names": _distinct_names(k, kern_g, n),
+            "orphans": _group_count(np.where(k.orphan, k_g, -1), n),
             "launches": _group_count(codes(grouping.launch_g), n),
             "orphan_launches": _group_count(codes(grouping.orphan_g), n),
             "aten_ops": _group_count(codes(grouping.aten_root_g), n),
             "rows": _group_count(k_g, n)}  # device rows of every kind
 
 
-def _distinct_names(names: pd.Series, g: np.ndarray, n: int) -> np.ndarray:
+def _distinct_names(k: KernelArrays, g: np.ndarray, n: int) -> np.ndarray:
     """Distinct non-null kernel names per group, from the categorical codes."""
-    name_codes = names.cat.codes.to_numpy(np.int64)
-    keep = (g >= 0) & (name_codes >= 0)
-    pairs = np.sort(g[keep] * np.int64(len(names.cat.categories) + 1) + name_codes[keep])
+    keep = (g >= 0) & (k.name_codes >= 0)
+    pairs = np.sort(g[keep] * np.int64(k.n_names + 1) + k.name_codes[keep])
     if len(pairs) == 0:
         return np.zeros(n, np.int64)
     new = np.concatenate([[True], pairs[1:] != pairs[:-1]])
-    return np.bincount(pairs[new] // np.int64(len(names.cat.categories) + 1), minlength=n)[:n].astype(np.int64)
+    return np.bincount(pairs[new] // np.int64(k.n_names + 1), minlength=n)[:n].astype(np.int64)
 
 
-def _sums(k: pd.DataFrame, k_g: np.ndarray, is_kernel: np.ndarray, n: int) -> dict:
+def _sums(k: KernelArrays, k_g: np.ndarray, n: int) -> dict:
     """Component sums per group over kernels, with a mask of the groups where some
     value is not NA (``sum(min_count=1)``)."""
-    kern_g = np.where(is_kernel, k_g, -1)
+    kern_g = np.where(k.is_kernel, k_g, -1)
     out = {}
-    for col in SUM_COLS:
-        g = np.where(k[col].isna().to_numpy(bool), -1, kern_g)
-        out[col] = (_group_sum(g, k[col].to_numpy(np.int64, na_value=0), n), _group_count(g, n) > 0)
+    for col, (values, na) in k.components.items():
+        g = np.where(na, -1, kern_g)
+        out[col] = (_group_sum(g, values, n), _group_count(g, n) > 0)
     return out
 
 
-def _busy_and_span(k: pd.DataFrame, k_g: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+def _busy_and_span(k: KernelArrays, k_g: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Union of device intervals (all kinds) and first-start→last-end span, per group.
 
     Rows sorted by (group, start); each group's times are shifted past every
@@ -201,8 +223,8 @@ def _busy_and_span(k: pd.DataFrame, k_g: np.ndarray, n: int) -> tuple[np.ndarray
     running end and a group's first row always opens a new merged interval.
     """
     keep = np.flatnonzero(k_g >= 0)
-    s = k["start_ns"].to_numpy(np.int64)[keep]
-    e = s + k["dur_ns"].to_numpy(np.int64)[keep]
+    s = k.start_ns[keep]
+    e = s + k.dur_ns[keep]
     g = k_g[keep]
     span = np.zeros(n, np.int64)
     if len(s) == 0:

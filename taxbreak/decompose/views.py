@@ -161,11 +161,12 @@ def build_views(tables: TraceTables) -> Views:
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="taxbreak-views") as pool:
         names_job = pool.submit(_codes, he, "name")  # needed first, once the lanes are assigned
         device_job = pool.submit(_device, tables.device_activities)
-        views = _host_and_api(he, ac, names_job)
-        return Views(views[0], views[1], device_job.result(), *views[2:])
+        host, api, lane_pid, lane_tid = _host_and_api(he, ac, names_job)
+        return Views(host, api, device_job.result(), len(lane_pid), lane_pid, lane_tid)
 
 
-def _host_and_api(he: pa.Table, ac: pa.Table, names_job) -> tuple:
+def _host_and_api(he: pa.Table, ac: pa.Table, names_job) -> tuple[Host, Api, np.ndarray, np.ndarray]:
+    """The host and API views, and the (pid, tid) of each lane they share."""
     pids = np.concatenate([_ints(he, "pid"), _ints(ac, "pid")])
     tids = np.concatenate([_ints(he, "tid"), _ints(ac, "tid")])
     lane, lane_pid, lane_tid = dense_pairs(pids, tids)
@@ -185,7 +186,7 @@ def _host_and_api(he: pa.Table, ac: pa.Table, names_job) -> tuple:
               a_cats[a_codes] if ac.num_rows else a_cats, _ints(ac, "start_ns"),
               _ints(ac, "start_ns") + _ints(ac, "dur_ns"), _ints(ac, "correlation"), _ints(ac, "external_id"),
               a_codes, a_cats, ak_codes, ak_cats)
-    return host, api, len(lane_pid), lane_pid, lane_tid
+    return host, api, lane_pid, lane_tid
 
 
 def _device(da: pa.Table) -> Device:

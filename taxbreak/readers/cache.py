@@ -102,7 +102,7 @@ def code_fingerprint(*packages: str) -> list:
     an installed release never changes them.
     """
     files = [f for package in packages for f in sorted((_PACKAGE / package).glob("*.py"))]
-    return [[f"{f.parent.name}/{f.name}", f.stat().st_size, f.stat().st_mtime_ns] for f in files]
+    return [[f"{f.parent.name}/{f.name}", st.st_size, st.st_mtime_ns] for f in files for st in (f.stat(),)]
 
 
 def cached_load(

@@ -158,8 +158,7 @@ class EventStream:
         """Decode the array chunk by chunk (see module doc)."""
         first = 0
         while True:
-            while len(self._buf) < 2 * chunk_bytes and not self._eof:
-                self._more()
+            self._fill(2 * chunk_bytes)
             found = self._next_chunk(first, chunk_bytes)
             if found is None:
                 break
@@ -174,13 +173,8 @@ class EventStream:
     def _next_chunk(self, first: int, chunk_bytes: int):
         """Decode up to a cut after ``chunk_bytes``; None when the rest must wait for the end."""
         target = chunk_bytes
-        while True:
-            match = _CUT.search(self._buf, target)
-            if match is None:
-                if self._eof or not self._more():
-                    return None
-                continue
-            chunk = b"".join((b"[", memoryview(self._buf)[: match.start() + 1], b"]"))
+        while (match := self._find_cut(target)) is not None:
+            chunk = self._chunk_text(match)
             try:
                 events, bad = decode_chunk(chunk, first)
                 return events, bad, match.end() - 1
@@ -190,6 +184,7 @@ class EventStream:
                 if not _is_bad_cut(err, len(chunk)):
                     raise StreamFallback(str(err)) from err
                 target = match.end() - 1
+        return None
 
     def _last_chunk(self, first: int) -> Iterator[tuple[int, list, list]]:
         """The events after the last cut, the array's end, and the keys that follow it."""
@@ -203,17 +198,32 @@ class EventStream:
         that falls inside a value is found by whichever process decodes the chunk.
         """
         while True:
-            while len(self._buf) < 2 * chunk_bytes and not self._eof:
-                self._more()
-            match = _CUT.search(self._buf, chunk_bytes) if len(self._buf) >= 2 * chunk_bytes else None
+            self._fill(2 * chunk_bytes)
+            if len(self._buf) < 2 * chunk_bytes:  # the input ends within two chunks: the last part
+                break
+            match = self._find_cut(chunk_bytes)
             if match is None:
-                if self._eof:
-                    break
-                self._more()  # one event longer than a chunk: read on
-                continue
-            yield b"".join((b"[", memoryview(self._buf)[: match.start() + 1], b"]"))
+                break
+            yield self._chunk_text(match)
             del self._buf[: match.end() - 1]
         yield self._last_part()
+
+    def _fill(self, size: int) -> None:
+        """Read blocks until ``size`` bytes are buffered or the input ends."""
+        while len(self._buf) < size and not self._eof:
+            self._more()
+
+    def _find_cut(self, start: int):
+        """The first candidate cut at or after ``start``, reading blocks until one
+        appears (an event longer than a chunk); None at the end of the input."""
+        while (match := _CUT.search(self._buf, start)) is None:
+            if self._eof or not self._more():
+                return None
+        return match
+
+    def _chunk_text(self, match) -> bytes:
+        """The buffered events before the cut ``match`` as a ``[...]`` array."""
+        return b"".join((b"[", memoryview(self._buf)[: match.start() + 1], b"]"))
 
     def _last_part(self) -> bytes:
         """The rest of the array as ``[...]`` (its end found by msgspec); reads the trailer."""

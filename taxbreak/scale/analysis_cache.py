@@ -189,7 +189,7 @@ class CachedAnalysis(Analysis):
         return self._again
 
 
-DEFERRED_FRAMES = ("kernels", "steps", "phases", "host_partition")
+DEFERRED_FRAMES = tuple(name for name in FRAMES if name != "ops")  # ops is read at the hit: the report shows it
 
 
 def _analyze_again(path, key: str, options: dict) -> Analysis:
