@@ -14,6 +14,7 @@ import pandas as pd
 
 from ..trace.diagnostics import Diagnostics
 from ..trace.errors import UsageError
+from ..trace.memory import release_freed_heap
 from ..trace.tables import TraceTables
 from .components import build_kernels
 from .floor import resolve_floor
@@ -98,15 +99,19 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
     diags = Diagnostics()
     diags.merge(tables.diagnostics)
     views = build_views(tables)
-    marker = is_marker(views.host.name, views.host.kind, pattern)
-    steps = find_steps(*marker_candidates(views, *_nvtx(tables)), pattern, _span(views), diags)
+    nvtx = _nvtx(tables)
+    floor = resolve_floor(tables, floor_us, _manifest_gpu(source.manifest))
+    # from here on only the views are read: the other columns go (read again if asked for)
+    tables = source.release_tables()
+    release_freed_heap()
+    marker = is_marker(views, pattern)
+    steps = find_steps(*marker_candidates(views, *nvtx), pattern, _span(views), diags)
     busy = device_busy(views.device.start_ns, views.device.end_ns)
     # the host partition needs neither the links nor the kernels: it runs beside them (numpy
     # releases the GIL in its sorts and searches, so both cores work; 10 M events: ~3 s and ~4 s)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="taxbreak-partition") as pool:
         partition_job = pool.submit(host_partition, views, marker, steps, busy)
         links = link(views, marker, diags)
-        floor = resolve_floor(tables, floor_us, _manifest_gpu(source.manifest))
         kernels = build_kernels(views, links, floor, diags)
         _assign_steps(kernels, steps)
         partition = partition_job.result()

@@ -162,8 +162,14 @@ def dense_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
     width = int(b.max()) - b_lo + 1
     if (int(a.max()) - a_lo + 1) * width >= 2**62:
         return _dense_pairs_lexsort(a, b)
-    codes, uniques = pd.factorize((a - a_lo) * np.int64(width) + (b - b_lo), sort=True)
-    return codes.astype(np.int64), uniques // width + a_lo, uniques % width + b_lo
+    # the key is built in place: one array of len(a), not four (~120 MB at 5 M rows)
+    key = a - a_lo
+    key *= np.int64(width)
+    key += b
+    key -= b_lo
+    codes, uniques = pd.factorize(key, sort=True)
+    del key
+    return codes.astype(np.int64, copy=False), uniques // width + a_lo, uniques % width + b_lo
 
 
 def _dense_pairs_lexsort(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -71,9 +71,9 @@ def marker_candidates(views: Views, nvtx_names: np.ndarray, nvtx_start: np.ndarr
                       nvtx_end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(name, start, end) of ranges that may be step markers: annotations, else NVTX."""
     host = views.host
-    ann = host.kind == "annotation"
-    if ann.any():
-        return host.name[ann], host.start_ns[ann], host.end_ns[ann]
+    ann = np.flatnonzero(host.kind_is("annotation"))
+    if len(ann):
+        return host.names(ann), host.start_ns[ann], host.end_ns[ann]
     return nvtx_names, nvtx_start, nvtx_end
 
 
@@ -129,13 +129,15 @@ def _vllm_phase(name: str) -> str | None:
     return "prefill" if context else ("decode" if generation else "unknown")
 
 
-def is_marker(names: np.ndarray, kinds: np.ndarray, pattern: re.Pattern | None) -> np.ndarray:
+def is_marker(views: Views, pattern: re.Pattern | None) -> np.ndarray:
     """Host annotations that are step or run markers (excluded from torch-level ops)."""
-    out = np.zeros(len(names), dtype=bool)
-    ann = np.flatnonzero(kinds == "annotation")
-    unique = pd.unique(names[ann])
+    host = views.host
+    out = np.zeros(len(host.start_ns), dtype=bool)
+    ann = np.flatnonzero(host.kind_is("annotation"))
+    names = host.names(ann)
+    unique = pd.unique(names)
     marks = {n for n in unique if TAXBREAK_RUN.match(n) or any(lab(n) is not None for _, lab in _schemes(pattern))}
-    out[ann] = _isin(names[ann], marks)
+    out[ann] = _isin(names, marks)
     return out
 
 

@@ -25,15 +25,24 @@ def _ints(table: pa.Table, column: str) -> np.ndarray:
 
 
 def _codes(table: pa.Table, column: str) -> tuple[np.ndarray, np.ndarray]:
-    """Dictionary codes (int64) and distinct values (object array) of a string column (nulls as "")."""
+    """Dictionary codes (int64) and distinct values (object array) of a string column (nulls as "").
+
+    Nulls are filled on the codes, not on the strings: filling the column
+    first would copy every string (108 MB of host names at 10 M events).
+    """
     col = table.column(column)
     if not pa.types.is_dictionary(col.type):
-        col = pc.dictionary_encode(pc.fill_null(col, ""))
+        col = pc.dictionary_encode(col)
     col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
     if len(col) == 0 or col.dictionary is None:
         return np.zeros(0, np.int64), np.zeros(0, dtype=object)
     cats = np.asarray(pc.fill_null(col.dictionary.cast(pa.string()), "").to_numpy(zero_copy_only=False), dtype=object)
-    return np.asarray(pc.fill_null(col.indices, 0).to_numpy(zero_copy_only=False), np.int64), cats
+    if col.null_count == 0:
+        return np.asarray(col.indices.to_numpy(zero_copy_only=False), np.int64), cats
+    blank = np.flatnonzero(cats == "")
+    if not len(blank):  # a null with no "" among the values: "" becomes one more value
+        blank, cats = np.array([len(cats)]), np.append(cats, np.array([""], dtype=object))
+    return np.asarray(pc.fill_null(col.indices, int(blank[0])).to_numpy(zero_copy_only=False), np.int64), cats
 
 
 def _strs(table: pa.Table, column: str) -> np.ndarray:
@@ -43,16 +52,13 @@ def _strs(table: pa.Table, column: str) -> np.ndarray:
 
 
 class _KindLookup:
-    """``kind_is`` for views that carry ``kind`` plus its dictionary codes."""
+    """``kind_is`` for views that carry the dictionary codes of ``kind``."""
 
-    kind: np.ndarray
-    kind_codes: np.ndarray | None
-    kind_cats: np.ndarray | None
+    kind_codes: np.ndarray
+    kind_cats: np.ndarray
 
     def kind_is(self, *kinds: str) -> np.ndarray:
-        """``np.isin(kind, kinds)``, decided once per distinct kind and spread by codes."""
-        if self.kind_codes is None:
-            return np.isin(self.kind, kinds)
+        """``kind in kinds`` per row, decided once per distinct kind and spread by codes."""
         if len(self.kind_codes) == 0:
             return np.zeros(0, dtype=bool)
         return np.isin(self.kind_cats, kinds)[self.kind_codes]
@@ -60,21 +66,26 @@ class _KindLookup:
 
 @dataclass
 class Host(_KindLookup):
-    """Host events (python frames, ops, annotations)."""
+    """Host events (python frames, ops, annotations).
+
+    Names and kinds are held as dictionary codes only: an object array per
+    column would cost 8 bytes a row (27 MB each at 10 M events) for what
+    ``name_cats[name_codes]`` gives on the rows that need it.
+    """
 
     lane: np.ndarray
-    pid: np.ndarray
-    tid: np.ndarray
-    kind: np.ndarray
-    name: np.ndarray
     start_ns: np.ndarray
     end_ns: np.ndarray
     external_id: np.ndarray
     is_aten: np.ndarray  # kind op and name starting with aten::
     name_codes: np.ndarray  # name = name_cats[name_codes]
     name_cats: np.ndarray
-    kind_codes: np.ndarray | None = None  # kind = kind_cats[kind_codes]
-    kind_cats: np.ndarray | None = None
+    kind_codes: np.ndarray  # kind = kind_cats[kind_codes]
+    kind_cats: np.ndarray
+
+    def names(self, rows: np.ndarray) -> np.ndarray:
+        """The names of ``rows`` (object array)."""
+        return self.name_cats[self.name_codes[rows]] if len(rows) else np.zeros(0, dtype=object)
 
 
 @dataclass
@@ -85,16 +96,14 @@ class Api(_KindLookup):
     pid: np.ndarray
     tid: np.ndarray
     process: np.ndarray
-    kind: np.ndarray
-    name: np.ndarray
     start_ns: np.ndarray
     end_ns: np.ndarray
     correlation: np.ndarray
     external_id: np.ndarray
     name_codes: np.ndarray
     name_cats: np.ndarray
-    kind_codes: np.ndarray | None = None
-    kind_cats: np.ndarray | None = None
+    kind_codes: np.ndarray
+    kind_cats: np.ndarray
 
 
 @dataclass
@@ -104,7 +113,7 @@ class Device:
     row: np.ndarray  # index into tables.device_activities
     process: np.ndarray
     kind: np.ndarray
-    names: pa.ChunkedArray
+    names: pa.ChunkedArray  # dictionary-encoded
     device: np.ndarray
     stream: np.ndarray
     start_ns: np.ndarray
@@ -133,7 +142,8 @@ def _host_with_nvtx(tables: TraceTables) -> pa.Table:
     annotations keeps only those (its NVTX mirror would count twice).
     """
     he, r = tables.host_events, tables.ranges
-    if r.num_rows == 0 or (_strs(he, "kind") == "annotation").any():
+    kind_codes, kind_cats = _codes(he, "kind")
+    if r.num_rows == 0 or (len(kind_codes) and np.isin(kind_cats, ("annotation",))[kind_codes].any()):
         return he
     nvtx = r.filter(pc.equal(r.column("source").cast(pa.string()), "nvtx"))
     if nvtx.num_rows == 0:
@@ -167,24 +177,23 @@ def build_views(tables: TraceTables) -> Views:
 
 def _host_and_api(he: pa.Table, ac: pa.Table, names_job) -> tuple[Host, Api, np.ndarray, np.ndarray]:
     """The host and API views, and the (pid, tid) of each lane they share."""
-    pids = np.concatenate([_ints(he, "pid"), _ints(ac, "pid")])
-    tids = np.concatenate([_ints(he, "tid"), _ints(ac, "tid")])
-    lane, lane_pid, lane_tid = dense_pairs(pids, tids)
+    lane, lane_pid, lane_tid = dense_pairs(np.concatenate([_ints(he, "pid"), _ints(ac, "pid")]),
+                                           np.concatenate([_ints(he, "tid"), _ints(ac, "tid")]))
     n_he = he.num_rows
     k_codes, k_cats = _codes(he, "kind")
-    kind = k_cats[k_codes] if n_he else np.zeros(0, dtype=object)
-    is_aten = (kind == "op") & np.asarray(pc.fill_null(pc.starts_with(he.column("name"), "aten::"), False)
-                                          .to_numpy(zero_copy_only=False), dtype=bool)
+    is_op = np.isin(k_cats, ("op",))[k_codes] if n_he else np.zeros(0, dtype=bool)
     h_codes, h_cats = names_job.result()
-    host = Host(lane[:n_he], pids[:n_he], tids[:n_he], kind, h_cats[h_codes] if n_he else h_cats,
-                _ints(he, "start_ns"), _ints(he, "start_ns") + _ints(he, "dur_ns"), _ints(he, "external_id"),
-                is_aten, h_codes, h_cats, k_codes, k_cats)
+    # decided once per distinct name, like the kinds
+    aten_name = np.fromiter((name.startswith("aten::") for name in h_cats), dtype=bool, count=len(h_cats))
+    is_aten = is_op & aten_name[h_codes] if n_he else np.zeros(0, dtype=bool)
+    start = _ints(he, "start_ns")
+    host = Host(lane[:n_he], start, start + _ints(he, "dur_ns"), _ints(he, "external_id"), is_aten,
+                h_codes, h_cats, k_codes, k_cats)
     a_codes, a_cats = _codes(ac, "name")
     ak_codes, ak_cats = _codes(ac, "kind")
-    api = Api(lane[n_he:], pids[n_he:], tids[n_he:], _ints(ac, "process"),
-              ak_cats[ak_codes] if ac.num_rows else np.zeros(0, dtype=object),
-              a_cats[a_codes] if ac.num_rows else a_cats, _ints(ac, "start_ns"),
-              _ints(ac, "start_ns") + _ints(ac, "dur_ns"), _ints(ac, "correlation"), _ints(ac, "external_id"),
+    start = _ints(ac, "start_ns")
+    api = Api(lane[n_he:], _ints(ac, "pid"), _ints(ac, "tid"), _ints(ac, "process"), start,
+              start + _ints(ac, "dur_ns"), _ints(ac, "correlation"), _ints(ac, "external_id"),
               a_codes, a_cats, ak_codes, ak_cats)
     return host, api, lane_pid, lane_tid
 
@@ -193,11 +202,18 @@ def _device(da: pa.Table) -> Device:
     codes, cats = _codes(da, "kind")
     work = np.isin(cats, DEVICE_WORK_KINDS)[codes] if len(codes) else np.zeros(0, dtype=bool)
     row = np.flatnonzero(work)
+    every_row = len(row) == da.num_rows  # most traces have no sync rows: no copies then
+
+    def column(name: str) -> np.ndarray:
+        values = _ints(da, name)
+        return values if every_row else values[row]
+
     kind = cats[codes[row]] if len(row) else np.zeros(0, dtype=object)
-    names = da.column("name")
-    # most traces have no sync rows: keep the name column as it is then
-    names = names if len(row) == da.num_rows else names.take(pa.array(row))
-    start = _ints(da, "start_ns")[row]
-    return Device(row, _ints(da, "process")[row], kind, names,
-                  _ints(da, "device")[row], _ints(da, "stream")[row], start,
-                  start + _ints(da, "dur_ns")[row], _ints(da, "correlation")[row], codes[row], cats)
+    # kernel names repeat: dictionary codes let the name strings of the table go
+    # (171 MB at 10 M events) and every later per-name step works on distinct names
+    # (the dictionary holds the names of these rows only: taken before the encoding)
+    names = da.column("name") if every_row else da.column("name").take(pa.array(row))
+    names = pa.chunked_array([pc.dictionary_encode(names).combine_chunks()])
+    start = column("start_ns")
+    return Device(row, column("process"), kind, names, column("device"), column("stream"), start,
+                  start + column("dur_ns"), column("correlation"), codes[row], cats)

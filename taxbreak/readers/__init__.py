@@ -10,12 +10,14 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+from ..trace.errors import TaxbreakError
 from ..trace.tables import TraceTables
-from .cache import cached_load
+from .cache import cache_key, cached_load, wait_for_writes
 from .detect import KINETO, NSYS_REP, NSYS_SQLITE, TraceFormat, detect_format, resolve_trace_path
 from .kineto import read_kineto
 
-__all__ = ["TraceFormat", "detect_format", "load_trace", "parse_trace", "read_kineto", "resolve_trace_path"]
+__all__ = ["TraceFormat", "detect_format", "load_trace", "parse_trace", "read_kineto", "resolve_trace_path",
+           "wait_for_cache_entry"]
 
 
 def load_trace(path: str | Path, *, allow_truncated: bool = False, use_cache: bool | None = None) -> TraceTables:
@@ -49,3 +51,12 @@ def parse_trace(path: str | Path, *, allow_truncated: bool = False) -> TraceTabl
         return nsys.read_nsys(path)
     assert fmt.kind == NSYS_REP
     return nsys.read_nsys_rep(path)
+
+
+def wait_for_cache_entry(path: str | Path) -> None:
+    """Block until this process's background parse-cache write for ``path`` (if any) is done."""
+    try:
+        key = cache_key(resolve_trace_path(path))
+    except (OSError, TaxbreakError):  # gone or unreadable since it was read: nothing of ours to wait for
+        return
+    wait_for_writes(key)

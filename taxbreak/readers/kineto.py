@@ -29,12 +29,13 @@ import pyarrow as pa
 
 from ..trace.diagnostics import Diagnostics
 from ..trace.errors import TraceFormatError
+from ..trace.memory import release_freed_heap
 from ..trace.nesting import nesting
 from ..trace.schema import TABLE_NAMES, conform, empty_table
 from ..trace.tables import TraceMeta, TraceTables
 from .kineto_columns import ColumnSink
 from .kineto_events import InvalidUtf8, chunk_indices, complete_prefix, find_events_array, gc_paused, iter_chunks
-from .kineto_io import read_trace_bytes, release_freed_heap
+from .kineto_io import read_trace_bytes
 from .kineto_parallel import ChunkHelper, ParallelFallback, decode_in_parallel, helpers_for
 from .kineto_stream import EventStream, StreamFallback, iter_blocks
 
@@ -278,6 +279,7 @@ def _assemble(top: _Top, sink: ColumnSink, path: Path, input_events: int, trunca
     relative = meta.time_base == "kineto_relative"
     shift_ns = 0 if relative else (meta.origin_ns or 0)
     tables = _finish_tables(sink, shift_ns)
+    release_freed_heap()  # the nesting sorts and the conform casts left ~190 MiB freed at 10 M events
     if truncation:
         diags.add("trace.truncated", 1, truncation)
     diags.add("event.metadata", sink.counts["metadata"], "process_name / thread_name / labels")

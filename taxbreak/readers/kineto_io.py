@@ -8,10 +8,7 @@ kept and the JSON layer recovers its complete events.
 """
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import zlib
-from functools import lru_cache
 from pathlib import Path
 
 from ..trace.errors import TraceFormatError, TraceNotFoundError
@@ -113,25 +110,3 @@ def _short_stream(out: bytearray, path: Path, allow_truncated: bool, why: str, o
         hint="the file was probably copied or written incompletely; "
         "--allow-truncated keeps the complete events of the inflated part",
     )
-
-
-@lru_cache(maxsize=1)
-def _malloc_trim():
-    """glibc's ``malloc_trim``, or None on other C libraries."""
-    try:
-        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
-    except (OSError, AttributeError):
-        return None
-
-
-def release_freed_heap() -> None:
-    """Hand freed heap pages back to the OS (glibc only; a no-op elsewhere).
-
-    The per-chunk columns are many arrays of ~100 KB, below glibc's mmap
-    threshold, so they live on the heap; once a table has been assembled from
-    them they are free but still resident, and the next table's arrays are
-    mapped fresh beside them. At 10 M events that is ~360 MiB of the peak RSS.
-    """
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)

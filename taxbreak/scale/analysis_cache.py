@@ -21,7 +21,6 @@ import functools
 import hashlib
 import json
 import logging
-import os
 import shutil
 from pathlib import Path
 
@@ -32,7 +31,8 @@ import pyarrow.feather as feather
 from .. import __version__
 from ..decompose import Analysis, analyze
 from ..readers import load_trace
-from ..readers.cache import ENTRY_FILE, code_fingerprint, store_in_background, touch_entry, wait_for_writes
+from ..readers.cache import (ENTRY_FILE, cache_enabled, code_fingerprint, store_in_background, touch_entry,
+                             wait_for_writes)
 from ..trace.errors import TaxbreakError
 from ..trace.paths import cache_dir
 from ..trace.tables import META_FILE, DeferredTraceTables, read_meta
@@ -88,8 +88,7 @@ def cached_analyze(path, floor_us: float | None = None, step_pattern: str | None
         The :class:`~taxbreak.decompose.Analysis`; from the cache, its frames come
         from Parquet and ``summary`` from JSON (NumPy scalars become Python numbers).
     """
-    if use_cache is None:
-        use_cache = os.environ.get("TAXBREAK_NO_CACHE", "") in ("", "0")
+    use_cache = cache_enabled(use_cache)
     target = Path(path) if isinstance(path, (str, Path)) else None
     if target is None or not target.exists():  # tables, or a bad path that analyze reports
         return analyze(path, floor_us=floor_us, step_pattern=step_pattern, tokens=tokens)

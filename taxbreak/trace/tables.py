@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -73,23 +74,10 @@ class TraceTables:
 
     def to_parquet(self, out_dir: str | Path) -> list[Path]:
         """Write one Parquet file per table plus ``trace_meta.json``."""
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        written = []
-        for name in TABLE_NAMES:
-            path = out / f"{name}.parquet"
-            pq.write_table(self.table(name), path, compression="zstd")
-            written.append(path)
-        written.append(self.write_meta(out))
-        return written
-
-    def write_meta(self, out_dir: Path) -> Path:
-        """``trace_meta.json``: the metadata and diagnostics, without the tables."""
-        (out_dir / META_FILE).write_text(self.meta_json())
-        return out_dir / META_FILE
+        return write_parquet({name: self.table(name) for name in TABLE_NAMES}, self.meta_json(), out_dir)
 
     def meta_json(self) -> str:
-        """The text of ``trace_meta.json`` (see :meth:`write_meta`)."""
+        """The text of ``trace_meta.json``: the metadata and diagnostics, without the tables."""
         meta = {"meta": asdict(self.meta), "diagnostics": self.diagnostics.as_dict()}
         return json.dumps(meta, indent=1, sort_keys=True)
 
@@ -105,8 +93,38 @@ class TraceTables:
         return cls(**tables, meta=meta, diagnostics=diags)
 
 
+def write_parquet(tables: dict[str, pa.Table], meta_json: str, out_dir: str | Path) -> list[Path]:
+    """One Parquet file per table plus ``trace_meta.json`` (the layout :meth:`TraceTables.from_parquet` reads).
+
+    Each table is taken out of ``tables`` as it is written: a caller that hands
+    over the only references (the parse cache's background write) frees each
+    table as soon as it is on disk instead of holding all five until the end.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    # two tables at a time: the Parquet encoder runs on one core per file (10 M events: 3.4 s → ~2 s)
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="taxbreak-parquet") as pool:
+        jobs = [pool.submit(_write_table, tables.pop(name), out / f"{name}.parquet") for name in TABLE_NAMES]
+        written = [job.result() for job in jobs]
+    (out / META_FILE).write_text(meta_json)
+    return written + [out / META_FILE]
+
+
+def _write_table(table: pa.Table, path: Path) -> Path:
+    """One table as Parquet, dictionary pages for its text columns only.
+
+    Parquet tries a dictionary for every column by default and gives it up for
+    near-unique ones (ids, times) only after building it: text columns alone
+    write the 10 M-event tables in 3.4 s instead of 4.8 s, and smaller (78 MB
+    against 85 MB).
+    """
+    text = [f.name for f in table.schema if pa.types.is_string(f.type) or pa.types.is_dictionary(f.type)]
+    pq.write_table(table, path, compression="zstd", use_dictionary=text)
+    return path
+
+
 def read_meta(in_dir: Path) -> tuple[TraceMeta, Diagnostics]:
-    """The metadata and diagnostics saved by :meth:`TraceTables.write_meta`."""
+    """The metadata and diagnostics saved by :func:`write_parquet`."""
     saved = json.loads((Path(in_dir) / META_FILE).read_text())
     return TraceMeta(**saved["meta"]), Diagnostics.from_dict(saved.get("diagnostics", {}))
 

@@ -174,6 +174,6 @@ def test_inflate_errors_are_raised_in_the_reading_thread(tmp_path):
 
 
 def test_release_freed_heap_is_safe_to_call():
-    from taxbreak.readers.kineto_io import release_freed_heap
+    from taxbreak.trace.memory import release_freed_heap
 
     assert release_freed_heap() is None
