@@ -163,26 +163,24 @@ def _host_with_nvtx(tables: TraceTables) -> pa.Table:
 def build_views(tables: TraceTables) -> Views:
     """Numpy views of ``tables`` with lanes shared by host events and API calls.
 
-    The device view and the name codes of host events (a dictionary encoding of
-    every name: the largest single step) are built in a second thread while this
-    one assigns lanes; Arrow and numpy release the GIL for both.
+    The device view is built in a second thread while this one assigns lanes;
+    Arrow and numpy release the GIL for both.
     """
     he, ac = _host_with_nvtx(tables), tables.api_calls
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="taxbreak-views") as pool:
-        names_job = pool.submit(_codes, he, "name")  # needed first, once the lanes are assigned
         device_job = pool.submit(_device, tables.device_activities)
-        host, api, lane_pid, lane_tid = _host_and_api(he, ac, names_job)
+        host, api, lane_pid, lane_tid = _host_and_api(he, ac)
         return Views(host, api, device_job.result(), len(lane_pid), lane_pid, lane_tid)
 
 
-def _host_and_api(he: pa.Table, ac: pa.Table, names_job) -> tuple[Host, Api, np.ndarray, np.ndarray]:
+def _host_and_api(he: pa.Table, ac: pa.Table) -> tuple[Host, Api, np.ndarray, np.ndarray]:
     """The host and API views, and the (pid, tid) of each lane they share."""
     lane, lane_pid, lane_tid = dense_pairs(np.concatenate([_ints(he, "pid"), _ints(ac, "pid")]),
                                            np.concatenate([_ints(he, "tid"), _ints(ac, "tid")]))
     n_he = he.num_rows
     k_codes, k_cats = _codes(he, "kind")
     is_op = np.isin(k_cats, ("op",))[k_codes] if n_he else np.zeros(0, dtype=bool)
-    h_codes, h_cats = names_job.result()
+    h_codes, h_cats = _codes(he, "name")
     # decided once per distinct name, like the kinds
     aten_name = np.fromiter((name.startswith("aten::") for name in h_cats), dtype=bool, count=len(h_cats))
     is_aten = is_op & aten_name[h_codes] if n_he else np.zeros(0, dtype=bool)
@@ -209,10 +207,10 @@ def _device(da: pa.Table) -> Device:
         return values if every_row else values[row]
 
     kind = cats[codes[row]] if len(row) else np.zeros(0, dtype=object)
-    # kernel names repeat: dictionary codes let the name strings of the table go
-    # (171 MB at 10 M events) and every later per-name step works on distinct names
-    # (the dictionary holds the names of these rows only: taken before the encoding)
-    names = da.column("name") if every_row else da.column("name").take(pa.array(row))
+    # kernel names as dictionary codes: every later per-name step works on distinct names
+    names = da.column("name")
+    if not every_row:  # encoded again from the rows kept: a sync row's name is no kernel name
+        names = names.take(pa.array(row)).cast(pa.string())
     names = pa.chunked_array([pc.dictionary_encode(names).combine_chunks()])
     start = column("start_ns")
     return Device(row, column("process"), kind, names, column("device"), column("stream"), start,

@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..trace.diagnostics import Diagnostics
+from ..trace.schema import TEXT
 from . import kineto_vocab as V
 from .kineto_events import Args, Event, InvalidUtf8
 from .kineto_text import MISSING, WRONG_TYPE, int_ids, us_text_to_ns
@@ -178,14 +179,13 @@ def _ids(values: list) -> np.ndarray:
 
 
 def _names(sel: list[Event]) -> pa.Array:
-    """Event names as a plain string column: built once in the canonical type, so
-    the final tables need no cast (a per-chunk dictionary would be decoded again
-    at the end, and the streamed JSON is never whole in memory to be saved from)."""
-    return pa.array([e.name for e in sel], type=pa.string())
+    """Event names, dictionary-encoded per chunk (the canonical text type; the
+    chunks' dictionaries are unified once the table is whole)."""
+    return _strings([e.name for e in sel])
 
 
 def _strings(values: list) -> pa.Array:
-    """A low-cardinality string column (API kinds, flow categories), dictionary-encoded per chunk."""
+    """A text column of one chunk, dictionary-encoded: names, kinds and categories repeat."""
     return pa.array(values, type=pa.string()).dictionary_encode()
 
 
@@ -193,12 +193,12 @@ def _raw_text(raws: list) -> pa.Array:
     """Raw JSON values as text (the replay needs the exact shapes); null when absent.
 
     Built straight from Arrow buffers (one join, no per-value ``bytes``/``str``);
-    a chunk is a few MB, so 32-bit offsets hold it and the array is already the
-    canonical ``string``.
+    a chunk is a few MB, so 32-bit offsets hold it; the chunk's text is then
+    dictionary-encoded, the canonical text type.
     """
     lengths = np.fromiter(map(len, raws), dtype=np.int64, count=len(raws))
     if not lengths.any():
-        return pa.nulls(len(raws), type=pa.string())
+        return pa.nulls(len(raws), type=TEXT)
     wide = lengths.sum() > _I32_MAX  # only a pathological single event of > 2 GiB
     offsets = np.zeros(len(raws) + 1, dtype=np.int64 if wide else np.int32)
     np.cumsum(lengths, out=offsets[1:])
@@ -210,7 +210,8 @@ def _raw_text(raws: list) -> pa.Array:
         array.validate(full=True)
     except pa.ArrowInvalid as err:
         raise InvalidUtf8(str(err)) from err
-    return array.cast(pa.string()) if wide else array
+    # recorded shapes repeat from step to step: the chunk keeps each distinct text once
+    return (array.cast(pa.string()) if wide else array).dictionary_encode()
 
 
 def _host(sel, route, ts_ns, dur_ns) -> dict:
@@ -311,7 +312,7 @@ def _ranges(sel, route, ts_ns, dur_ns) -> dict:
         "start_ns": ts_ns,
         "dur_ns": dur_ns,
         "external_id": _ids([a.external_id for a in args]),
-        "domain": pa.nulls(len(sel), type=pa.string()),
+        "domain": pa.nulls(len(sel), type=TEXT),
     }
 
 
@@ -332,9 +333,10 @@ def _concat(chunks: list):
     the whole column and no cast when the table is conformed."""
     if isinstance(chunks[0], np.ndarray):
         return np.concatenate(chunks, dtype=np.int64)
-    if len({c.type for c in chunks}) > 1:  # e.g. an all-null chunk next to dictionary chunks
-        chunks = [c.cast(pa.string()) for c in chunks]
+    if len({c.type for c in chunks}) > 1:  # e.g. plain host kinds next to an empty chunk's
+        chunks = [c.cast(TEXT) for c in chunks]
     return pa.chunked_array(chunks)
+
 
 
 _EXTRACTORS = {

@@ -182,8 +182,9 @@ def arrow_table(df: pd.DataFrame, name: str) -> pa.Table:
     schema = SCHEMAS[name]
     arrays = []
     for f in schema:
-        if pa.types.is_dictionary(f.type):
-            arrays.append(pa.array(df[f.name].astype(str).tolist(), pa.string()).dictionary_encode())
+        if pa.types.is_dictionary(f.type):  # text: missing values stay null
+            text = df[f.name].astype(object).where(df[f.name].notna(), None).tolist()
+            arrays.append(pa.array(text, pa.string()).dictionary_encode())
         else:
             arrays.append(pa.array(df[f.name].tolist() if len(df) else [], f.type))
     return pa.Table.from_arrays(arrays, schema=schema)

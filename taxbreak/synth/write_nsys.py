@@ -94,10 +94,11 @@ def _kernel_rows(da: pd.DataFrame, strings: _Strings) -> list[tuple]:
 
 
 def _nvtx_rows(he: pd.DataFrame) -> list[tuple]:
-    is_op = (he["kind"].astype(str) == "op") & he["name"].str.startswith("aten::")
+    name = he["name"].astype(str)  # canonical text is dictionary-encoded: a categorical here
+    is_op = (he["kind"].astype(str) == "op") & name.str.startswith("aten::")
     seq = np.arange(len(he))
-    text = np.where(is_op, he["name"] + ", seq = " + pd.Series(seq, index=he.index).astype(str)
-                    + ", op_id = " + he["row_id"].astype(str), he["name"])
+    text = np.where(is_op, name + ", seq = " + pd.Series(seq, index=he.index).astype(str)
+                    + ", op_id = " + he["row_id"].astype(str), name)
     g = _gtid(he["pid"], he["tid"]).tolist()
     n = len(he)
     return list(zip(he["start_ns"].tolist(), (he["start_ns"] + he["dur_ns"]).tolist(), [NVTX_PUSH_POP] * n,

@@ -5,7 +5,6 @@ raw args text)."""
 from __future__ import annotations
 
 import numpy as np
-import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -118,14 +117,18 @@ def test_triples_fast_and_fallback_agree():
     assert z.tolist() == [1, -1, -1, -1, 1]
 
 
-def test_raw_text_is_canonical_string_with_nulls():
+def test_raw_text_is_canonical_text_with_nulls():
     import msgspec
 
-    raws = [msgspec.Raw(b"[[1, 2]]"), msgspec.Raw(), msgspec.Raw(b'["float"]')]
+    from taxbreak.trace.schema import TEXT
+
+    raws = [msgspec.Raw(b"[[1, 2]]"), msgspec.Raw(), msgspec.Raw(b'["float"]'), msgspec.Raw(b"[[1, 2]]")]
     array = C._raw_text(raws)
-    assert array.type == pa.string()
-    assert array.to_pylist() == ["[[1, 2]]", None, '["float"]']
-    assert C._raw_text([msgspec.Raw(), msgspec.Raw()]).null_count == 2
+    assert array.type == TEXT
+    assert array.to_pylist() == ["[[1, 2]]", None, '["float"]', "[[1, 2]]"]
+    assert array.dictionary.to_pylist() == ["[[1, 2]]", '["float"]']  # each distinct text once
+    empty = C._raw_text([msgspec.Raw(), msgspec.Raw()])
+    assert empty.null_count == 2 and empty.type == TEXT
 
 
 def test_raw_text_rejects_invalid_utf8():
