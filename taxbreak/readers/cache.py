@@ -170,8 +170,8 @@ def _store(tables: TraceTables, entry: Path) -> None:
 
     The thread writes a snapshot (the Arrow tables are immutable; metadata and
     diagnostics are serialized now) so later changes to ``tables`` cannot race
-    with it, and it lets go of each table once written: at 10 M events the
-    ~1.4 GB of tables are released over the ~4 s of the write, not at its end.
+    with it, and it lets go of each table once written, so the tables are
+    released over the ~2 s of the write at 10 M events, not at its end.
     It is not a daemon: the interpreter waits for it before exiting.
     """
     snapshot = {name: tables.table(name) for name in TABLE_NAMES}

@@ -338,7 +338,6 @@ def _concat(chunks: list):
     return pa.chunked_array(chunks)
 
 
-
 _EXTRACTORS = {
     "host_events": _host,
     "api_calls": _api,
