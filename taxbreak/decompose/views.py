@@ -30,9 +30,7 @@ def _codes(table: pa.Table, column: str) -> tuple[np.ndarray, np.ndarray]:
     Nulls are filled on the codes, not on the strings: filling the column
     first would copy every string (108 MB of host names at 10 M events).
     """
-    col = table.column(column)
-    if not pa.types.is_dictionary(col.type):
-        col = pc.dictionary_encode(col)
+    col = pc.dictionary_encode(table.column(column))  # canonical text is a dictionary already: kept as is
     col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
     if len(col) == 0 or col.dictionary is None:
         return np.zeros(0, np.int64), np.zeros(0, dtype=object)
@@ -142,8 +140,7 @@ def _host_with_nvtx(tables: TraceTables) -> pa.Table:
     annotations keeps only those (its NVTX mirror would count twice).
     """
     he, r = tables.host_events, tables.ranges
-    kind_codes, kind_cats = _codes(he, "kind")
-    if r.num_rows == 0 or (len(kind_codes) and np.isin(kind_cats, ("annotation",))[kind_codes].any()):
+    if r.num_rows == 0 or pc.any(pc.equal(he.column("kind"), "annotation")).as_py():
         return he
     nvtx = r.filter(pc.equal(r.column("source").cast(pa.string()), "nvtx"))
     if nvtx.num_rows == 0:
