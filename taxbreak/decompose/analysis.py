@@ -15,9 +15,11 @@ import pandas as pd
 from ..trace.diagnostics import Diagnostics
 from ..trace.errors import UsageError
 from ..trace.memory import release_freed_heap
+from ..trace.nesting import sorted_unique
 from ..trace.tables import TraceTables
 from .components import build_kernels
 from .floor import resolve_floor
+from .idle import attribute_idle, window_pieces
 from .inputs import resolve_input
 from .link import link
 from .partition import device_busy, host_partition
@@ -27,6 +29,7 @@ from .summary import Context
 from .views import build_views, _ints, _strs
 
 log = logging.getLogger(__name__)
+FRAMES = ("kernels", "steps", "phases", "ops", "host_partition", "idle")
 
 
 @dataclass
@@ -40,13 +43,14 @@ class Analysis:
     host_partition: pd.DataFrame
     summary: dict
     tables: TraceTables = field(repr=False)
+    idle: pd.DataFrame = field(default=None, repr=False)  # GPU idle pieces by cause (decompose/idle.py)
 
     def to_parquet(self, out_dir: str | Path) -> list[Path]:
         """Write ``kernels``/``steps``/``phases``/``ops``/``host_partition`` Parquet and ``summary.json``."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         written = []
-        for name in ("kernels", "steps", "phases", "ops", "host_partition"):
+        for name in FRAMES:
             path = out / f"{name}.parquet"
             getattr(self, name).to_parquet(path, index=False)
             written.append(path)
@@ -114,6 +118,8 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
         links = link(views, marker, diags)
         kernels = build_kernels(views, links, floor, diags)
         _assign_steps(kernels, steps)
+        window = _span(views)
+        idle = attribute_idle(views, links.dev_api, marker, steps, window)
         partition = partition_job.result()
     # runs recorded in the trace itself first, then the manifest's count
     passes = steps.runs or source.runs or 1
@@ -121,8 +127,9 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
     # T_py counts as measured only if some kernel's ATen op actually has an enclosing torch-level op
     t_py_measured = bool(links.has_torch_level and kernels["t_py_ns"].notna().any())
     ctx = Context(floor, kernels.attrs.get("t_dispatch_base_ns"), trace_tokens, views.device.row.size > 0,
-                  t_py_measured, links.has_library_ranges)
-    inputs = ScopeInputs(views, links, kernels, partition, steps, ctx)
+                  t_py_measured, links.has_library_ranges,
+                  tuple(int(d) for d in sorted_unique(np.asarray(views.device.device, np.int64))))
+    inputs = ScopeInputs(views, links, kernels, partition, steps, ctx, idle, window_pieces(window, steps))
     prepare_scopes(inputs)  # shared by both tables below, computed before they run side by side
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="taxbreak-scopes") as pool:
         phases_job = pool.submit(phase_table, inputs)
@@ -133,7 +140,7 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
     meta = _meta(tables, source, steps, floor, ctx, passes)
     summary = {"all": all_dict, "phases": phase_dicts, "steps": step_dicts, "meta": meta,
                "diagnostics": diags.as_dict()}
-    return Analysis(kernels, steps_df, phases_df, ops, partition, summary, tables)
+    return Analysis(kernels, steps_df, phases_df, ops, partition, summary, tables, idle)
 
 
 def _check_arguments(floor_us, tokens) -> None:

@@ -12,7 +12,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-LIBRARY_PATTERN = r"(?i)cublas|cutlass|cudnn"
+# NVIDIA: cuBLAS/cuBLASLt, CUTLASS (as shipped in cuBLAS), cuDNN. ROCm: rocBLAS and hipBLASLt GEMMs are
+# Tensile kernels named Cijk_…, plus rocblas/hipblaslt/MIOpen-named kernels.
+LIBRARY_PATTERN = r"(?i)cublas|cutlass|cudnn|rocblas|hipblas|miopen|^cijk_"
 NATIVE_GEMM_PATTERN = r"(?i)nvjet|wgmma|s884gemm"
 
 # (class, regex) in priority order; the first match wins. Memcpy/memset come

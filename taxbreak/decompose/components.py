@@ -8,7 +8,8 @@ Per kernel k (docs/method.md gives sources and deviations):
     T_launch   = start(kernel) − start(launch)
     ΔFT_k = T_py + (I_lib ? T_dispatch_base : T_dispatch)
     ΔCT_k = I_lib · max(0, T_dispatch − T_dispatch_base)
-    ΔKT_k = T_sys + max(0, T_launch − T_sys)
+    ΔKT_k = T_sys + launch_latency (+ a graph call's host time beyond T_sys)
+    T_launch = t_floor + queue_wait + launch_latency     (launch_split.py)
 
 T_py is paid once per ATen op invocation: its first launch carries it, later
 launches of the same invocation carry 0 (the authors count it per kernel,
@@ -27,6 +28,7 @@ import pyarrow.compute as pc
 from ..trace.diagnostics import Diagnostics
 from .classify import CLASS_NAMES, kernel_class, name_is_library
 from .floor import Floor
+from .launch_split import pack_group, previous_end, split_launch
 from .link import NONE, Links
 from .views import LINKABLE_API_KINDS, Views
 
@@ -187,12 +189,38 @@ def build_kernels(views: Views, links: Links, floor: Floor, diags: Diagnostics) 
         "first_in_op": first_in_op,
     })
     df.attrs["t_dispatch_base_ns"] = base
-    _add_components(df, base, floor)
+    is_graph = _take(api.kind_is("graph_launch"), a, False).astype(bool)
+    _add_components(df, base, floor, is_graph)
+    _add_launch_split(df, dev, is_graph, floor, diags)
     return df
 
 
-def _add_components(df: pd.DataFrame, base: int | None, floor: Floor) -> None:
-    """ΔFT (python + dispatch parts), ΔCT, ΔKT (floor + residual) per kernel, in ns."""
+def _add_launch_split(df: pd.DataFrame, dev, is_graph: np.ndarray, floor: Floor, diags: Diagnostics) -> None:
+    """Per-kernel ``t_floor_ns``, ``queue_wait_ns``, ``launch_latency_ns`` (they sum to T_launch)."""
+    linked = ((df["kind"] == "kernel") & df["launch_start_ns"].notna()).to_numpy(bool)
+    carrier = linked & df["first_of_launch"].to_numpy(bool)
+    stream_prev = previous_end(pack_group(dev.device, dev.stream), dev.start_ns, dev.end_ns)
+    launch_start = df["launch_start_ns"].to_numpy(np.int64, na_value=0)
+    issued = np.where(df["launch_start_ns"].notna().to_numpy(bool), launch_start, dev.start_ns)
+    device_prev = previous_end(np.asarray(dev.device, np.int64), issued, dev.end_ns, dev.start_ns)
+    split = split_launch(dev.start_ns, launch_start, linked, carrier, is_graph, stream_prev, device_prev,
+                         floor.floor_ns)
+    valid = split.queue_wait_ns >= 0
+    df["t_floor_ns"] = _na(split.t_floor_ns, valid)
+    df["queue_wait_ns"] = _na(split.queue_wait_ns, valid)
+    df["launch_latency_ns"] = _na(split.launch_latency_ns, valid)
+    df["queue_start_ns"] = _na(split.queue_start_ns, split.queue_start_ns >= 0)
+    if floor.floor_ns is not None:
+        below = carrier & (df["t_launch_ns"].to_numpy(np.int64, na_value=0) < floor.floor_ns)
+        diags.add("decompose.below_floor", int(below.sum()),
+                  "T_launch shorter than T_sys: the split's floor part is T_launch itself")
+
+
+def _add_components(df: pd.DataFrame, base: int | None, floor: Floor, is_graph: np.ndarray) -> None:
+    """ΔFT (python + dispatch parts), ΔCT, ΔKT floor and graph-call parts per kernel, in ns.
+
+    Without a dispatch baseline ΔCT is not measurable: NA for every kernel
+    (docs/method.md §2), never 0."""
     eligible = (df["kind"] == "kernel") & df["launch_start_ns"].notna()
     carrier = eligible & df["first_of_launch"]
     graph_rest = eligible & ~df["first_of_launch"]
@@ -203,7 +231,7 @@ def _add_components(df: pd.DataFrame, base: int | None, floor: Floor) -> None:
     if base is None:
         # no non-library kernel to take the baseline from: ΔCT is not measurable
         ft_disp = t_disp.where(carrier)
-        ct = pd.Series(0, index=df.index, dtype="Int64").where(carrier & ~lib)
+        ct = pd.Series(pd.NA, index=df.index, dtype="Int64")
     else:
         ft_disp = t_disp.where(~lib, base).where(carrier & t_disp.notna())
         ct = (t_disp - base).clip(lower=0).where(lib, 0).where(carrier)
@@ -214,12 +242,13 @@ def _add_components(df: pd.DataFrame, base: int | None, floor: Floor) -> None:
     df["ct_ns"] = _zero_rest(ct, graph_rest)
     if floor.floor_ns is None:
         na = pd.Series(pd.array([pd.NA] * len(df), dtype="Int64"), index=df.index)
-        df["kt_floor_ns"], df["kt_residual_ns"] = na, na.copy()
+        df["kt_floor_ns"], df["kt_graph_ns"] = na, na.copy()
     else:
         floor_ns = pd.Series(floor.floor_ns, index=df.index, dtype="Int64").where(carrier)
         df["kt_floor_ns"] = _zero_rest(floor_ns, graph_rest)
-        resid = (df["t_launch_ns"] - floor.floor_ns).clip(lower=0).where(carrier)
-        df["kt_residual_ns"] = _zero_rest(resid, graph_rest)
+        # a graph launch call can take ms on the host (one T_sys would hide it): the rest is launch path too
+        graph_call = (df["launch_dur_ns"] - floor.floor_ns).clip(lower=0).where(pd.Series(is_graph, index=df.index), 0)
+        df["kt_graph_ns"] = _zero_rest(graph_call.where(carrier), graph_rest)
 
 
 def _zero_rest(values: pd.Series, graph_rest: pd.Series) -> pd.Series:

@@ -24,7 +24,7 @@ import pandas as pd
 from ..trace.diagnostics import Diagnostics
 from ..trace.nesting import nesting, sorted_unique
 from .intervals import innermost_enclosing, take_or
-from .views import LINKABLE_API_KINDS, Views
+from .views import LAUNCH_API_KINDS, LINKABLE_API_KINDS, Views
 
 NONE = -1
 
@@ -171,11 +171,16 @@ def _enclosing(views: Views, is_range: np.ndarray, queries: np.ndarray) -> np.nd
 def _count(views: Views, dev_api, api_op, op_torch, api_has_device, has_torch, diags: Diagnostics) -> None:
     """Orphans and unlinked steps become counted diagnostics, never silent drops."""
     api = views.api
-    launches = api.kind_is(*LINKABLE_API_KINDS) & (api.correlation != NONE)
-    diags.add("link.orphan_kernel", int((dev_api == NONE).sum()),
-              "device activity without a launch call in the trace")
-    diags.add("link.orphan_launch", int((launches & ~api_has_device).sum()),
-              "launch call without device activity in the trace")
+    unmatched = (api.correlation != NONE) & ~api_has_device
+    is_kernel = views.device.kind == "kernel"
+    diags.add("link.orphan_kernel", int(((dev_api == NONE) & is_kernel).sum()),
+              "kernel without a launch call in the trace")
+    diags.add("link.orphan_copy", int(((dev_api == NONE) & ~is_kernel).sum()),
+              "memcpy/memset device activity without an API call in the trace")
+    diags.add("link.orphan_launch", int((api.kind_is(*LAUNCH_API_KINDS) & unmatched).sum()),
+              "kernel launch call without device activity in the trace")
+    diags.add("link.orphan_copy_call", int((api.kind_is("memcpy", "memset") & unmatched).sum()),
+              "memcpy/memset call without a device record (not a kernel launch)")
     used = dev_api[dev_api >= 0]
     diags.add("link.no_op", int((api_op[sorted_unique(used)] == NONE).sum()), "launch call outside any aten:: op")
     counts = np.bincount(used, minlength=len(api.start_ns)) if len(used) else np.zeros(0, np.int64)

@@ -161,7 +161,7 @@ def _aggregate(views: Views, seg_lane, steps: Steps, t0, t1, label, busy_ns) -> 
     out = pd.DataFrame({"pid": views.lane_pid[g_lane], "tid": views.lane_tid[g_lane], "step": step_ids[g_rank]})
     for i, name in enumerate(LABELS):
         out[COLUMNS[name]] = by_label[:, i]
-    out["host_wall_ns"] = by_label.sum(axis=1)
+    out["host_thread_ns"] = by_label.sum(axis=1)
     out["exposed_orchestration_ns"] = by_label[:, HOST_WORK].sum(axis=1) - hidden
     out["hidden_orchestration_ns"] = hidden
     return out
@@ -199,7 +199,7 @@ def _sums(codes: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
 
 
 def _empty() -> pd.DataFrame:
-    cols = ["pid", "tid", "step", *COLUMNS.values(), "host_wall_ns", "exposed_orchestration_ns",
+    cols = ["pid", "tid", "step", *COLUMNS.values(), "host_thread_ns", "exposed_orchestration_ns",
             "hidden_orchestration_ns"]
     return pd.DataFrame({c: pd.Series([], dtype=np.int64) for c in cols})
 

@@ -9,8 +9,9 @@ import pandas as pd
 from ..trace.nesting import nesting, sorted_unique
 from .link import Links, root_atens
 from .steps import BETWEEN, BETWEEN_NAME, Steps
-from .summary import SUMMARY_KEYS, Context, Grouping, KernelArrays, grouped_columns, grouped_metrics, kernel_arrays
-from .views import LAUNCH_API_KINDS, LINKABLE_API_KINDS, Views
+from .summary import (SUMMARY_KEYS, Context, Grouping, IdleArrays, KernelArrays, grouped_columns, grouped_metrics,
+                      idle_arrays, kernel_arrays)
+from .views import LAUNCH_API_KINDS, Views
 
 
 @dataclass
@@ -21,8 +22,11 @@ class ScopeInputs:
     partition: pd.DataFrame
     steps: Steps
     ctx: Context
+    idle: pd.DataFrame | None = None  # Analysis.idle
+    window: tuple[np.ndarray, np.ndarray] | None = None  # (step, ns) pieces of the analysis window
     _api: "_ApiSteps | None" = field(default=None, repr=False)  # computed once, shared by step/phase tables
     _kernel_arrays: KernelArrays | None = field(default=None, repr=False)  # likewise
+    _idle_arrays: IdleArrays | None = field(default=None, repr=False)
 
 
 @dataclass
@@ -34,12 +38,15 @@ class _ApiSteps:
     library: np.ndarray
     library_ns: np.ndarray
     aten_root: np.ndarray  # step of each outermost ATen op invocation
+    orphan_copy_call: np.ndarray  # step of each memcpy/memset call without device activity
 
 
 def prepare_scopes(inp: ScopeInputs) -> None:
     """Compute what the step and phase tables share, so they can then run in two threads."""
     _api_steps(inp)
     _kernels(inp)
+    if inp.idle is not None:
+        inp._idle_arrays = idle_arrays(inp.idle, inp.ctx.devices)
 
 
 def _kernels(inp: ScopeInputs) -> KernelArrays:
@@ -58,19 +65,24 @@ def _compute_api_steps(inp: ScopeInputs) -> _ApiSteps:
     api = inp.views.api
     step = inp.steps.assign(api.start_ns)
     is_launch = api.kind_is(*LAUNCH_API_KINDS)
-    orphan = api.kind_is(*LINKABLE_API_KINDS) & (api.correlation != -1) & ~inp.links.api_has_device
+    unmatched = (api.correlation != -1) & ~inp.links.api_has_device
+    # a memset/memcpy call with no device record is no orphan *launch* (counted on its own)
+    orphan = api.kind_is(*LAUNCH_API_KINDS) & unmatched
+    orphan_copy = api.kind_is("memcpy", "memset") & unmatched
     lib = np.flatnonzero(api.kind_is("library"))
     depth, _ = nesting(api.lane[lib], api.start_ns[lib], api.end_ns[lib] - api.start_ns[lib])
     outer = lib[depth == 0]  # nested library calls are inside their caller's range already
     roots = inp.links.roots
     return _ApiSteps(step[is_launch], step[orphan], step[outer], api.end_ns[outer] - api.start_ns[outer],
-                     inp.steps.assign(inp.views.host.start_ns[roots]))
+                     inp.steps.assign(inp.views.host.start_ns[roots]), step[orphan_copy])
 
 
 def _step_rows(inp: ScopeInputs) -> pd.DataFrame:
     """Steps plus the ``between`` pseudo-step when anything falls outside every step."""
     table = inp.steps.table
-    has_between = (inp.kernels["step"] == BETWEEN).any() or (inp.partition["step"] == BETWEEN).any()
+    has_between = ((inp.kernels["step"] == BETWEEN).any() or (inp.partition["step"] == BETWEEN).any()
+                   or (inp.idle is not None and (inp.idle["step"] == BETWEEN).any())
+                   or (inp.window is not None and ((inp.window[0] == BETWEEN) & (inp.window[1] > 0)).any()))
     if not has_between:
         return table
     between = pd.DataFrame({"step": [BETWEEN], "phase": [BETWEEN_NAME], "name": [BETWEEN_NAME],
@@ -80,9 +92,13 @@ def _step_rows(inp: ScopeInputs) -> pd.DataFrame:
 
 def _grouping(inp: ScopeInputs, api: _ApiSteps, relabel, steps_per_group: dict, tokens) -> Grouping:
     """A grouping whose labels are ``relabel(step ids)``."""
+    idle_step = None if inp.idle is None else inp.idle["step"].to_numpy(np.int64)
+    window_step, window_ns = inp.window if inp.window is not None else (None, None)
     return Grouping(relabel(inp.kernels["step"].to_numpy()), relabel(inp.partition["step"].to_numpy()),
                     relabel(api.launch), relabel(api.orphan), relabel(api.library), api.library_ns,
-                    steps_per_group, tokens, relabel(api.aten_root))
+                    steps_per_group, tokens, relabel(api.aten_root), relabel(api.orphan_copy_call),
+                    None if idle_step is None else relabel(idle_step),
+                    None if window_step is None else relabel(window_step), window_ns)
 
 
 def step_table(inp: ScopeInputs) -> tuple[pd.DataFrame, list[dict]]:
@@ -92,7 +108,7 @@ def step_table(inp: ScopeInputs) -> tuple[pd.DataFrame, list[dict]]:
     counts = {i: (0 if i == BETWEEN else 1) for i in ids}
     metrics = grouped_columns(_kernels(inp), inp.partition,
                               _grouping(inp, _api_steps(inp), lambda s: np.asarray(s, np.int64), counts, None),
-                              ids, inp.ctx)
+                              ids, inp.ctx, inp._idle_arrays)
     columns = {"step": ids, "phase": rows["phase"].tolist(), "name": rows["name"].tolist(),
                "start_ns": _optional_ints(rows["start_ns"]), "end_ns": _optional_ints(rows["end_ns"]), **metrics}
     keys = list(columns)
@@ -125,11 +141,11 @@ def phase_table(inp: ScopeInputs) -> tuple[pd.DataFrame, dict, dict]:
     by_pos = grouped_metrics(_kernels(inp), inp.partition,
                              _grouping(inp, api, to_phase, {i: per_phase[p] for i, p in enumerate(phases)},
                                        None if tokens is None else {i: tokens[p] for i, p in enumerate(phases)}),
-                             list(range(len(phases))), inp.ctx)
+                             list(range(len(phases))), inp.ctx, inp._idle_arrays)
     by_phase = {p: by_pos[i] for i, p in enumerate(phases)}
     everything = grouped_metrics(_kernels(inp), inp.partition,
                                  _grouping(inp, api, lambda s: np.zeros(len(s), np.int64), {0: n_steps},
-                                           inp.ctx.tokens), [0], inp.ctx)[0]
+                                           inp.ctx.tokens), [0], inp.ctx, inp._idle_arrays)[0]
     df = pd.DataFrame([{"phase": p, **m} for p, m in by_phase.items()], columns=["phase", *SUMMARY_KEYS])
     return df, {str(p): m for p, m in by_phase.items()}, everything
 
@@ -157,7 +173,7 @@ def build_ops(views: Views, kernels: pd.DataFrame, roots: np.ndarray | None = No
     host = views.host
     roots = root_atens(views) if roots is None else roots
     is_kernel = (kernels["kind"] == "kernel").to_numpy(bool)
-    cols = ["t_py_ns", "ft_ns", "ft_python_ns", "ft_dispatch_ns", "ct_ns", "kt_floor_ns", "kt_residual_ns", "dur_ns"]
+    cols = ["t_py_ns", "ft_ns", "ft_python_ns", "ft_dispatch_ns", "ct_ns", "kt_floor_ns", "launch_latency_ns", "dur_ns"]
     op_codes, op_names = _op_codes(kernels["op_name"], is_kernel)
     names = pd.Index(sorted(set(op_names[sorted_unique(op_codes)].tolist())
                             | set(host.name_cats[sorted_unique(host.name_codes[roots])].tolist())))

@@ -30,8 +30,12 @@ BETWEEN = -1
 BETWEEN_NAME = "between"
 TAXBREAK_STEP = re.compile(r"^taxbreak/(?P<phase>prefill|decode|mixed)/(?P<i>\d+)$")
 TAXBREAK_RUN = re.compile(r"^taxbreak/run/")
-VLLM_STEP = re.compile(r"^execute_\d+_context_(?P<c>\d+)\(.*\)_generation_(?P<g>\d+)\(")
-SGLANG_STEP = re.compile(r"^step\[(?P<mode>DECODE|EXTEND)\b")
+# vLLM: execute_<n>_context_<c>(…)_generation_<g>(…) (older) and execute_context_<c>(…)_generation_<g>(…)
+VLLM_STEP = re.compile(r"^execute_(?:\d+_)?context_(?P<c>\d+)\(.*\)_generation_(?P<g>\d+)\(")
+SGLANG_STEP = re.compile(r"^step\[(?P<mode>DECODE|EXTEND|MIXED|PREFILL)\b")
+SGLANG_PHASE = {"DECODE": "decode", "EXTEND": "prefill", "PREFILL": "prefill", "MIXED": "mixed"}
+# names that look like a serving engine's step markers: counted when none of them became a step
+ENGINE_MARKER = re.compile(r"^(?:execute_|step\[)")
 PROFILER_STEP = re.compile(r"^ProfilerStep#\d+$")
 
 
@@ -85,11 +89,24 @@ def find_steps(names: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray,
     for scheme, labeler in _schemes(pattern):
         phase_of = {n: p for n in unique_names if (p := labeler(n)) is not None}
         if phase_of:
+            _count_unmatched_engine_markers(unique_names, scheme, diags)
             return Steps(_table(names, start_ns, end_ns, phase_of), scheme, runs)
+    _count_unmatched_engine_markers(unique_names, "none", diags)
     diags.add("decompose.no_steps", 1, "no step markers; the whole trace is one step")
     whole = pd.DataFrame({"step": [0], "phase": ["unknown"], "name": ["trace"],
                           "start_ns": [span[0]], "end_ns": [span[1]]})
     return Steps(whole, "none", runs)
+
+
+def _count_unmatched_engine_markers(unique_names, scheme: str, diags: Diagnostics) -> None:
+    """A serving engine's markers exist but the steps came from no engine scheme: say so."""
+    if scheme in ("vllm", "sglang", "pattern"):
+        return
+    unmatched = [n for n in unique_names.tolist() if ENGINE_MARKER.match(n)]
+    if unmatched:
+        diags.add("decompose.engine_markers_unmatched", len(unmatched),
+                  f"serving-engine-like step markers matched no known form (e.g. {unmatched[0][:60]!r}); "
+                  "pass --step-pattern")
 
 
 def _table(names, start_ns, end_ns, phase_of: dict) -> pd.DataFrame:
@@ -107,8 +124,7 @@ def _schemes(pattern: re.Pattern | None):
         yield "pattern", lambda n: _pattern_phase(pattern, n)
     yield "taxbreak", lambda n: (m.group("phase") if (m := TAXBREAK_STEP.match(n)) else None)
     yield "vllm", _vllm_phase
-    yield "sglang", lambda n: ({"DECODE": "decode", "EXTEND": "prefill"}[m.group("mode")]
-                               if (m := SGLANG_STEP.match(n)) else None)
+    yield "sglang", lambda n: SGLANG_PHASE[m.group("mode")] if (m := SGLANG_STEP.match(n)) else None
     yield "profiler_step", lambda n: "unknown" if PROFILER_STEP.match(n) else None
 
 

@@ -15,18 +15,23 @@ import pandas as pd
 from .floor import Floor
 from .partition import COLUMNS
 
-HOST_KEYS = {col: col.replace("_ns", "_us") for col in [*COLUMNS.values(), "host_wall_ns"]}
+HOST_KEYS = {col: col.replace("_ns", "_us") for col in [*COLUMNS.values(), "host_thread_ns"]}
 SUM_COLS = {"ft_ns": "framework_us", "ft_python_ns": "framework_python_us", "ft_dispatch_ns": "framework_dispatch_us",
-            "ct_ns": "library_us", "kt_floor_ns": "launch_floor_us", "kt_residual_ns": "launch_residual_us",
-            "t_launch_ns": "tklqt_us"}
+            "ct_ns": "library_us", "kt_floor_ns": "launch_floor_us", "launch_latency_ns": "launch_latency_us",
+            "kt_graph_ns": "launch_graph_us", "t_launch_ns": "tklqt_us", "queue_wait_ns": "queue_wait_us"}
+IDLE_CAUSES = ("python", "dispatch", "library", "launch_api", "sync", "other_api", "untraced", "unlinked",
+               "nothing_pending")  # the order of decompose.idle.CAUSES
 
 SUMMARY_KEYS = (
-    "kernels", "launches", "orphan_kernels", "orphan_launches", "device_active_us", "device_busy_us", "span_us",
-    "gpu_idle_us", "tklqt_us", "framework_us", "framework_python_us", "framework_dispatch_us", "library_us",
-    "launch_floor_us", "launch_residual_us", "orchestration_us", "hdbi", "floor_us", "floor_source",
+    "kernels", "launches", "orphan_kernels", "orphan_copies", "orphan_launches", "orphan_copy_calls",
+    "chain_coverage", "device_active_us", "orphan_device_us", "device_busy_us", "span_us",
+    "gpu_idle_us", "tklqt_us", "queue_wait_us", "queue_wait_median_us", "queue_wait_p99_us", "queue_wait_union_us",
+    "framework_us", "framework_python_us", "framework_dispatch_us", "library_us",
+    "launch_floor_us", "launch_latency_us", "launch_graph_us", "orchestration_us", "hdbi", "hdbi_reason",
+    "floor_us", "floor_source",
     "t_dispatch_base_us", "library_measured_us", "kernel_diversity", "tokens", "kernels_per_token",
     "orchestration_us_per_token", "framework_us_per_token", "device_active_us_per_token", "aten_ops",
-    "aten_ops_per_token",
+    "aten_ops_per_token", "wall_us", "device_idle_us", "idle_by_cause_us", "devices",
     *HOST_KEYS.values(), "exposed_orchestration_us", "hidden_orchestration_us", "steps",
 )
 
@@ -41,6 +46,7 @@ class Context:
     has_device: bool
     t_py_measured: bool
     has_library_ranges: bool
+    devices: tuple = ()  # device ids with activity, in order
 
 
 @dataclass
@@ -56,7 +62,25 @@ class Grouping:
     steps: dict  # group -> number of steps in it
     tokens: int | float | dict | None  # one count for every group, or {group: count}
     aten_root_g: np.ndarray  # per outermost ATen op invocation (measurable without a GPU)
+    orphan_copy_call_g: np.ndarray | None = None  # per memcpy/memset call without device activity
+    idle_g: np.ndarray | None = None  # per Analysis.idle row
+    window_g: np.ndarray | None = None  # per window piece (decompose.idle.window_pieces)
+    window_ns: np.ndarray | None = None
 
+
+@dataclass
+class IdleArrays:
+    """The columns of ``Analysis.idle`` every scope sums."""
+
+    device_pos: np.ndarray  # position of the row's device in Context.devices
+    cause: np.ndarray  # code into IDLE_CAUSES
+    dur_ns: np.ndarray
+
+
+def idle_arrays(idle: pd.DataFrame, devices: tuple) -> IdleArrays:
+    dev = idle["device"].to_numpy(np.int64)
+    return IdleArrays(np.searchsorted(np.asarray(devices, np.int64), dev), idle["cause"].cat.codes.to_numpy(np.int64),
+                      (idle["end_ns"] - idle["start_ns"]).to_numpy(np.int64))
 
 def _us(ns) -> float | None:
     if type(ns) is int and -2**50 < ns < 2**50:
@@ -81,6 +105,8 @@ class KernelArrays:
     start_ns: np.ndarray
     dur_ns: np.ndarray
     orphan: np.ndarray  # no launch call linked
+    full_chain: np.ndarray  # torch op -> ATen op -> launch -> kernel all linked
+    queue_start_ns: np.ndarray  # where the queue wait begins (-1: none)
     name_codes: np.ndarray  # categorical codes of the kernel name, -1 for none
     n_names: int
     components: dict  # SUM_COLS column -> (int64 values with NA as 0, NA mask)
@@ -89,23 +115,25 @@ class KernelArrays:
 def kernel_arrays(kernels: pd.DataFrame) -> KernelArrays:
     """The :class:`KernelArrays` of an ``Analysis.kernels`` frame."""
     names = kernels["name"]
+    full = (kernels["launch_start_ns"].notna() & kernels["op_name"].notna() & kernels["torch_op_name"].notna())
     return KernelArrays((kernels["kind"] == "kernel").to_numpy(bool), kernels["start_ns"].to_numpy(np.int64),
                         kernels["dur_ns"].to_numpy(np.int64), kernels["launch_start_ns"].isna().to_numpy(bool),
+                        full.to_numpy(bool), kernels["queue_start_ns"].to_numpy(np.int64, na_value=-1),
                         names.cat.codes.to_numpy(np.int64), len(names.cat.categories),
                         {col: (kernels[col].to_numpy(np.int64, na_value=0), kernels[col].isna().to_numpy(bool))
                          for col in SUM_COLS})
 
 
 def grouped_metrics(kernels: KernelArrays, partition: pd.DataFrame, grouping: Grouping, groups: list,
-                    ctx: Context) -> dict:
+                    ctx: Context, idle: IdleArrays | None = None) -> dict:
     """``{group: summary dict}`` for every group in ``groups`` (keys: ``SUMMARY_KEYS``)."""
-    columns = grouped_columns(kernels, partition, grouping, groups, ctx)
+    columns = grouped_columns(kernels, partition, grouping, groups, ctx, idle)
     rows = zip(*(columns[key] for key in SUMMARY_KEYS))
     return {g: dict(zip(SUMMARY_KEYS, values)) for g, values in zip(groups, rows)}
 
 
 def grouped_columns(kernels: KernelArrays, partition: pd.DataFrame, grouping: Grouping, groups: list,
-                    ctx: Context) -> dict[str, list]:
+                    ctx: Context, idle: IdleArrays | None = None) -> dict[str, list]:
     """``{key: one value per group}`` for every key of ``SUMMARY_KEYS``, in ``groups`` order.
 
     Every quantity is a numpy sum over dense group codes (labels outside
@@ -119,11 +147,13 @@ def grouped_columns(kernels: KernelArrays, partition: pd.DataFrame, grouping: Gr
     counts = _counts(kernels, k_g, grouping, codes)
     out = _base(counts, ctx, n)
     out.update(_device(counts, _busy_and_span(kernels, k_g, n), ctx))
+    out.update(_queue(kernels, k_g, n, ctx))
     out.update(_components(counts, _sums(kernels, k_g, n), ctx))
     lib = _group_sum(codes(grouping.library_g), grouping.library_ns, n)
     out["library_measured_us"] = _us_list(lib) if ctx.has_library_ranges else [None] * n
     out.update(_tokens(out, _group_tokens(grouping.tokens, groups)))
-    out.update(_host(partition, codes(grouping.partition_g), n))
+    out.update(_host(partition, codes(grouping.partition_g), n, ctx))
+    out.update(_idle(grouping, codes, idle, ctx, n))
     out["steps"] = [int(grouping.steps.get(g, 0)) for g in groups]
     return {key: out[key] for key in SUMMARY_KEYS}
 
@@ -187,9 +217,15 @@ def _counts(k: KernelArrays, k_g: np.ndarray, grouping: Grouping, codes) -> dict
     return {"kernels": _group_count(kern_g, n),
             "active": _group_sum(kern_g, k.dur_ns, n),
             "names": _distinct_names(k, kern_g, n),
-            "orphans": _group_count(np.where(k.orphan, k_g, -1), n),
+            "linked_active": _group_sum(np.where(k.orphan, -1, kern_g), k.dur_ns, n),
+            "orphan_active": _group_sum(np.where(k.orphan, kern_g, -1), k.dur_ns, n),
+            "orphans": _group_count(np.where(k.orphan, kern_g, -1), n),
+            "orphan_copies": _group_count(np.where(k.orphan & ~k.is_kernel, k_g, -1), n),
+            "full_chain": _group_count(np.where(k.full_chain, kern_g, -1), n),
             "launches": _group_count(codes(grouping.launch_g), n),
             "orphan_launches": _group_count(codes(grouping.orphan_g), n),
+            "orphan_copy_calls": _group_count(codes(grouping.orphan_copy_call_g), n)
+            if grouping.orphan_copy_call_g is not None else np.zeros(n, np.int64),
             "aten_ops": _group_count(codes(grouping.aten_root_g), n),
             "rows": _group_count(k_g, n)}  # device rows of every kind
 
@@ -216,16 +252,21 @@ def _sums(k: KernelArrays, k_g: np.ndarray, n: int) -> dict:
 
 
 def _busy_and_span(k: KernelArrays, k_g: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Union of device intervals (all kinds) and first-start→last-end span, per group.
+    """Union of device intervals (all kinds) and first-start→last-end span, per group."""
+    return union_and_span(k_g, k.start_ns, k.start_ns + k.dur_ns, n)
+
+
+def union_and_span(group: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Measure of the union of the intervals and first-start→last-end span, per group (``group < 0`` ignored).
 
     Rows sorted by (group, start); each group's times are shifted past every
     earlier group's, so one running maximum over all rows is the per-group
     running end and a group's first row always opens a new merged interval.
     """
-    keep = np.flatnonzero(k_g >= 0)
-    s = k.start_ns[keep]
-    e = s + k.dur_ns[keep]
-    g = k_g[keep]
+    keep = np.flatnonzero(group >= 0)
+    s = start_ns[keep]
+    e = end_ns[keep]
+    g = group[keep]
     span = np.zeros(n, np.int64)
     if len(s) == 0:
         return np.zeros(n, np.int64), span
@@ -256,7 +297,9 @@ def _running_end(g: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray:
 def _base(c: dict, ctx: Context, n: int) -> dict:
     kernels = c["kernels"].tolist()
     return {"kernels": kernels, "launches": c["launches"].tolist(), "orphan_kernels": c["orphans"].tolist(),
-            "orphan_launches": c["orphan_launches"].tolist(), "aten_ops": c["aten_ops"].tolist(),
+            "orphan_copies": c["orphan_copies"].tolist(), "orphan_launches": c["orphan_launches"].tolist(),
+            "orphan_copy_calls": c["orphan_copy_calls"].tolist(), "aten_ops": c["aten_ops"].tolist(),
+            "chain_coverage": [round(f / k, 6) if k else None for f, k in zip(c["full_chain"].tolist(), kernels)],
             "floor_us": [ctx.floor.floor_us] * n, "floor_source": [ctx.floor.source] * n,
             "t_dispatch_base_us": [_us(ctx.dispatch_base_ns)] * n,
             "kernel_diversity": [round(names / k, 6) if k else None
@@ -267,23 +310,85 @@ def _device(c: dict, busy_span: tuple[np.ndarray, np.ndarray], ctx: Context) -> 
     """Device times; all ``None`` without device activity in the trace or in the group."""
     busy, span = busy_span
     has_rows = c["rows"] > 0 if ctx.has_device else np.zeros(len(busy), bool)
-    return {"device_active_us": _us_list(c["active"], has_rows & (c["kernels"] > 0)),
+    linked = c["kernels"] - c["orphans"]
+    return {"device_active_us": _us_list(c["linked_active"], has_rows & (linked > 0)),
+            "orphan_device_us": _us_list(c["orphan_active"], has_rows & (c["kernels"] > 0)),
             "device_busy_us": _us_list(busy, has_rows), "span_us": _us_list(span, has_rows),
             "gpu_idle_us": _us_list(span - busy, has_rows)}
 
 
 def _components(c: dict, sums: dict, ctx: Context) -> dict:
-    """ΔFT / ΔCT / ΔKT sums, orchestration and HDBI; ``None`` for a group without kernels."""
-    has_kernels = c["kernels"] > 0
-    out = {key: _us_list(sums[col][0], sums[col][1] & has_kernels) for col, key in SUM_COLS.items()}
+    """ΔFT / ΔCT / ΔKT sums, orchestration and HDBI; ``None`` for a group without linked kernels.
+
+    HDBI = T_DeviceActive / (T_DeviceActive + T_Orchestrate) over the kernels with
+    a launch call (orphans have device time but no host cost in the trace). It is
+    ``None`` — never computed from a missing part — when ΔFT or ΔCT is not
+    measured for the scope; ``hdbi_reason`` says which (docs/method.md §3).
+    """
+    linked = (c["kernels"] - c["orphans"]) > 0
+    out = {key: _us_list(sums[col][0], sums[col][1] & linked) for col, key in SUM_COLS.items()}
     if not ctx.t_py_measured:
-        out["framework_python_us"] = [None] * len(has_kernels)
-    parts = [sums[col] for col in ("ft_ns", "ct_ns", "kt_floor_ns")]
+        out["framework_python_us"] = [None] * len(linked)
+    if ctx.dispatch_base_ns is None:  # no baseline: ΔCT cannot be told apart from ΔFT dispatch
+        out["library_us"] = [None] * len(linked)
+    for key in ("queue_wait_us",):
+        out[key] = _us_list(sums["queue_wait_ns"][0], sums["queue_wait_ns"][1] & linked)
+    parts = [sums[col] for col in ("ft_ns", "ct_ns", "kt_floor_ns", "kt_graph_ns")]
     orch = sum(np.where(measured, total, 0) for total, measured in parts)
-    has_orch = has_kernels & np.logical_or.reduce([measured for _, measured in parts])
+    has_orch = linked & np.logical_or.reduce([measured for _, measured in parts])
     out["orchestration_us"] = _us_list(orch, has_orch)
-    out["hdbi"] = [round(a / (a + o), 6) if ok and a + o != 0 else None  # Eq. HDBI
-                   for a, o, ok in zip(c["active"].tolist(), orch.tolist(), has_orch.tolist())]
+    out["hdbi"], out["hdbi_reason"] = _hdbi(c["linked_active"].tolist(), orch.tolist(), linked.tolist(),
+                                            out["framework_us"], out["library_us"], ctx)
+    return out
+
+
+def _hdbi(active: list, orch: list, linked: list, framework: list, library: list, ctx: Context) -> tuple[list, list]:
+    """Eq. HDBI per group, or ``None`` with the reason it cannot be computed."""
+    values, reasons = [], []
+    for a, o, ok, ft, ct in zip(active, orch, linked, framework, library):
+        reason = (NO_DEVICE if not ctx.has_device else "no kernel with a launch call in this scope" if not ok
+                  else "ΔFT not measured: no kernel in this scope is linked to a framework op" if ft is None
+                  else "ΔCT not measured: no dispatch baseline (T_dispatch_base) in this trace" if ct is None
+                  else None)
+        hdbi = round(a / (a + o), 6) if reason is None and a + o != 0 else None
+        values.append(hdbi)
+        reasons.append(reason if hdbi is None else None)
+    return values, [r or ("no device or orchestration time" if v is None else None) for v, r in zip(values, reasons)]
+
+
+NO_DEVICE = "no device activity in the trace"
+
+
+def _queue(k: KernelArrays, k_g: np.ndarray, n: int, ctx: Context) -> dict:
+    """Queue-wait distribution per group: median, p99 and the union of waiting intervals."""
+    values, na = k.components["queue_wait_ns"]
+    g = np.where(k.is_kernel & ~na, k_g, -1)
+    has = _group_count(g, n) > 0
+    waiting = np.where(values > 0, g, -1)
+    union, _ = union_and_span(waiting, k.queue_start_ns, k.queue_start_ns + values, n)
+    return {"queue_wait_median_us": _us_list(np.rint(group_quantile(g, values, n, 0.5)).astype(np.int64), has),
+            "queue_wait_p99_us": _us_list(np.rint(group_quantile(g, values, n, 0.99)).astype(np.int64), has),
+            "queue_wait_union_us": _us_list(union, has)}
+
+
+def group_quantile(group: np.ndarray, values: np.ndarray, n: int, q: float) -> np.ndarray:
+    """Per-group quantile with linear interpolation (``np.quantile``'s default); 0 for an empty group."""
+    keep = group >= 0
+    g, v = group[keep], np.asarray(values, np.float64)[keep]
+    out = np.zeros(n, np.float64)
+    if len(g) == 0:
+        return out
+    order = np.lexsort((v, g))
+    g, v = g[order], v[order]
+    counts = np.bincount(g, minlength=n)[:n]
+    starts = np.cumsum(counts) - counts
+    present = np.flatnonzero(counts)
+    pos = (counts[present] - 1) * q
+    lo = np.floor(pos).astype(np.int64)
+    hi = np.minimum(lo + 1, counts[present] - 1)
+    frac = pos - lo
+    a, b = v[starts[present] + lo], v[starts[present] + hi]
+    out[present] = a + (b - a) * frac
     return out
 
 
@@ -303,10 +408,35 @@ def _per_list(values: list, tokens: list) -> list:
     return [_per(v, t) for v, t in zip(values, tokens)]
 
 
-def _host(partition: pd.DataFrame, p_g: np.ndarray, n: int) -> dict:
-    """Host partition sums; 0.0 (not ``None``) for a group with no host time."""
+def _host(partition: pd.DataFrame, p_g: np.ndarray, n: int, ctx: Context) -> dict:
+    """Host partition sums over threads ("thread time"); 0.0 (not ``None``) for a group
+    with no host time. Exposed/hidden orchestration only exist next to a device."""
     out = {}
     for ns_col, us_key in [*HOST_KEYS.items(), ("exposed_orchestration_ns", "exposed_orchestration_us"),
                            ("hidden_orchestration_ns", "hidden_orchestration_us")]:
         out[us_key] = _us_list(_group_sum(p_g, partition[ns_col].to_numpy(np.int64), n))
+    if not ctx.has_device:
+        out["exposed_orchestration_us"] = out["hidden_orchestration_us"] = [None] * n
+    return out
+
+
+def _idle(grouping: Grouping, codes, idle: IdleArrays | None, ctx: Context, n: int) -> dict:
+    """Elapsed wall time, device idle by cause (summed over devices) and per device, per group."""
+    wall = (_group_sum(codes(grouping.window_g), grouping.window_ns, n) if grouping.window_g is not None
+            else np.zeros(n, np.int64))
+    out = {"wall_us": _us_list(wall, wall > 0) if grouping.window_g is not None else [None] * n}
+    if idle is None or not ctx.has_device or grouping.idle_g is None:
+        out.update(device_idle_us=[None] * n, idle_by_cause_us=[None] * n, devices=[None] * n)
+        return out
+    n_dev, n_cause = len(ctx.devices), len(IDLE_CAUSES)
+    g = codes(grouping.idle_g)
+    cell = np.where(g >= 0, (g * n_dev + idle.device_pos) * n_cause + idle.cause, -1)
+    sums = _group_sum(cell, idle.dur_ns, n * n_dev * n_cause).reshape(n, n_dev, n_cause)
+    by_cause = sums.sum(axis=1)
+    out["device_idle_us"] = _us_list(by_cause.sum(axis=1))
+    out["idle_by_cause_us"] = [dict(zip(IDLE_CAUSES, _us_list(row))) for row in by_cause]
+    per_dev = sums.sum(axis=2)
+    out["devices"] = [{str(d): {"busy_us": _us(int(w - per_dev[i, j])), "idle_us": _us(int(per_dev[i, j])),
+                                "idle_by_cause_us": dict(zip(IDLE_CAUSES, _us_list(sums[i, j])))}
+                       for j, d in enumerate(ctx.devices)} for i, w in enumerate(wall.tolist())]
     return out

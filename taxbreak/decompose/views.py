@@ -5,6 +5,7 @@ tables once (strings stay Arrow arrays until a DataFrame needs them).
 """
 from __future__ import annotations
 
+import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -18,6 +19,19 @@ from .intervals import dense_pairs
 LINKABLE_API_KINDS = ("launch", "graph_launch", "memcpy", "memset")
 LAUNCH_API_KINDS = ("launch", "graph_launch")
 DEVICE_WORK_KINDS = ("kernel", "memcpy", "memset")
+# Ops that go through the dispatcher: every aten:: op, and custom ops registered as namespace::op[.overload]
+# (vllm::moe_forward, _C::fused_add_rms_norm, sgl_kernel::silu_and_mul, aiter::rmsnorm). The name shape
+# (one "::", no spaces or parentheses) keeps torch-level events such as
+# "autograd::engine::evaluate_function: MmBackward0" or "torch::autograd::AccumulateGrad" out; the Nsight
+# reader applies the same shape to emit_nvtx ranges (readers/nsys_nvtx.py OP_PATTERN).
+DISPATCHER_OP = re.compile(r"^(?:aten::.+|[A-Za-z_]\w*::[A-Za-z_]\w*(?:\.\w+)?)$")
+NOT_DISPATCHER_NAMESPACES = ("profiler::",)  # record_function bookkeeping ops, not dispatch work
+
+
+def is_dispatcher_op(name: str) -> bool:
+    """True for an ATen or custom dispatcher op name (see ``DISPATCHER_OP``)."""
+    return name.startswith("aten::") or (DISPATCHER_OP.match(name) is not None
+                                         and not name.startswith(NOT_DISPATCHER_NAMESPACES))
 
 
 def _ints(table: pa.Table, column: str) -> np.ndarray:
@@ -75,7 +89,7 @@ class Host(_KindLookup):
     start_ns: np.ndarray
     end_ns: np.ndarray
     external_id: np.ndarray
-    is_aten: np.ndarray  # kind op and name starting with aten::
+    is_aten: np.ndarray  # kind op and a dispatcher op name: aten::… or a custom namespace::op (DISPATCHER_OP)
     name_codes: np.ndarray  # name = name_cats[name_codes]
     name_cats: np.ndarray
     kind_codes: np.ndarray  # kind = kind_cats[kind_codes]
@@ -179,7 +193,7 @@ def _host_and_api(he: pa.Table, ac: pa.Table) -> tuple[Host, Api, np.ndarray, np
     is_op = np.isin(k_cats, ("op",))[k_codes] if n_he else np.zeros(0, dtype=bool)
     h_codes, h_cats = _codes(he, "name")
     # decided once per distinct name, like the kinds
-    aten_name = np.fromiter((name.startswith("aten::") for name in h_cats), dtype=bool, count=len(h_cats))
+    aten_name = np.fromiter((is_dispatcher_op(name) for name in h_cats), dtype=bool, count=len(h_cats))
     is_aten = is_op & aten_name[h_codes] if n_he else np.zeros(0, dtype=bool)
     start = _ints(he, "start_ns")
     host = Host(lane[:n_he], start, start + _ints(he, "dur_ns"), _ints(he, "external_id"), is_aten,

@@ -65,7 +65,7 @@ def _dominant(s: dict) -> Advice:
 
 
 def _residual(s: dict) -> Advice | None:
-    residual, floor = s.get("launch_residual_us"), s.get(FLOOR)
+    residual, floor = s.get("launch_latency_us"), s.get(FLOOR)
     if not residual or not floor or residual <= floor:
         return None
     return Advice(f"launch path above the floor (ΔKT residual {residual:,.1f} µs) exceeds N·T_sys "
@@ -95,7 +95,7 @@ def _exposure(s: dict) -> Advice | None:
 
 
 def _sync(s: dict) -> Advice | None:
-    sync, wall = s.get("host_sync_us"), s.get("host_wall_us")
+    sync, wall = s.get("host_sync_us"), s.get("host_thread_us")
     if not sync or not wall or sync < 0.1 * wall:
         return None
     return Advice(f"the host spends {100.0 * sync / wall:.0f}% of its wall time waiting in synchronize calls",

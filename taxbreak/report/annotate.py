@@ -10,7 +10,7 @@ Since T_dispatch of a later launch of the same op runs from the previous
 launch's end (docs/method.md), consecutive dispatch slices of one op tile the
 host time instead of overlapping. On the device side (process ``taxbreak:
 device queue``, lanes per stream) a slice ``queued (ΔKT above floor)`` ends at
-the kernel's start and lasts ``kt_residual_ns`` = max(0, T_launch − T_sys).
+the kernel's start and lasts ``launch_latency_ns`` = max(0, T_launch − T_sys).
 The ΔKT floor and queue slices carry every per-kernel value in their args (µs,
 ``null`` where not measured); a component that is not measured or is 0 gets
 no slice.
@@ -213,8 +213,8 @@ def build_events(kernels: pd.DataFrame, shift_ns: int) -> tuple[list[dict], Anno
 
 
 def queue_slices(k: pd.DataFrame) -> pd.DataFrame:
-    """Device-side slices ending at each kernel's start, lasting ``kt_residual_ns``."""
-    resid = _ns(k, "kt_residual_ns")
+    """Device-side slices ending at each kernel's start, lasting ``launch_latency_ns``."""
+    resid = _ns(k, "launch_latency_ns")
     keep = np.flatnonzero(~np.isnan(resid) & (resid > 0))
     start = _ns(k, "start_ns")[keep]
     return pd.DataFrame({"kernel": keep, "name": QUEUE_NAME, "start_ns": start - resid[keep],
@@ -265,7 +265,7 @@ def _us(ns) -> float:
 
 
 ARG_COLUMNS = ("correlation", "op_name", "t_py_ns", "t_dispatch_ns", "t_launch_ns", "ft_python_ns",
-               "ft_dispatch_ns", "ct_ns", "kt_floor_ns", "kt_residual_ns", "is_library", "kernel_class")
+               "ft_dispatch_ns", "ct_ns", "kt_floor_ns", "launch_latency_ns", "is_library", "kernel_class")
 
 
 def _slice_args(k: pd.DataFrame, slices: pd.DataFrame, full: list[dict]) -> list[dict]:

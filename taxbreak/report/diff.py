@@ -20,7 +20,7 @@ DIFF_METRICS: tuple[str, ...] = tuple(k for k, _ in COMPONENTS) + (
 # shown after the components; on a CPU run they are the only measured comparison.
 HOST_METRICS: tuple[str, ...] = (
     "aten_ops", "aten_ops_per_token", "host_python_us", "host_dispatch_us", "host_library_us", "host_launch_api_us", "host_sync_us",
-    "host_other_api_us", "host_untraced_us", "host_wall_us", "exposed_orchestration_us",
+    "host_other_api_us", "host_untraced_us", "host_thread_us", "exposed_orchestration_us",
 )
 # Per-kernel columns whose sum is the kernel's T_Orchestrate share
 # (ΔFT python + ΔFT dispatch + ΔCT + T_sys; docs/method.md).

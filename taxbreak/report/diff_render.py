@@ -19,7 +19,7 @@ _LABELS = dict(COMPONENTS) | {
     "host_python_us": "host: Python", "host_dispatch_us": "host: ATen dispatch",
     "host_library_us": "host: CUDA library",
     "host_launch_api_us": "host: launch API", "host_sync_us": "host: sync waits",
-    "host_other_api_us": "host: other runtime API", "host_untraced_us": "host: untraced", "host_wall_us": "host: wall",
+    "host_other_api_us": "host: other runtime API", "host_untraced_us": "host: untraced", "host_thread_us": "host: wall",
     "exposed_orchestration_us": "host: exposed (device idle)",
 }
 _UNITLESS = ("hdbi", "kernels", "launches", "kernels_per_token", "aten_ops", "aten_ops_per_token")

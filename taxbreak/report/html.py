@@ -133,7 +133,7 @@ def _phase_table(order: list[str], phases: dict, summary: dict) -> Markup:
     # the host rows are measured without a GPU too: on a CPU run they are the comparable numbers
     keys = [k for k, _ in COMPONENTS] + ["orchestration_us", "device_active_us", "hdbi", "kernels",
                                          "kernels_per_token", "orchestration_us_per_token", "steps",
-                                         "aten_ops", "aten_ops_per_token", "host_wall_us"]
+                                         "aten_ops", "aten_ops_per_token", "host_thread_us"]
     head = tag("tr", tag("th", "metric"), *[tag("th", p) for p in order + ["all"]])
     rows = [tag("tr", tag("td", key), *[_cell(_mval(phases.get(p) if p != "all" else summary.get("all"), key), key)
                                        for p in order + ["all"]]) for key in keys]
@@ -194,7 +194,7 @@ def timeline_section(analysis) -> Markup:
 
 
 PARTITION_COLUMNS = ("host_python_ns", "host_dispatch_ns", "host_library_ns", "host_launch_api_ns",
-                     "host_sync_ns", "host_other_api_ns", "host_untraced_ns", "host_wall_ns")
+                     "host_sync_ns", "host_other_api_ns", "host_untraced_ns", "host_thread_ns")
 
 
 def partition_table(part: pd.DataFrame | None, steps: pd.DataFrame | None) -> Markup:

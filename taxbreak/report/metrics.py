@@ -16,12 +16,12 @@ METRIC_KEYS: tuple[str, ...] = (
     "kernels", "launches", "orphan_kernels", "orphan_launches",
     "device_active_us", "device_busy_us", "span_us", "gpu_idle_us",
     "framework_us", "framework_python_us", "framework_dispatch_us",
-    "library_us", "library_measured_us", "launch_floor_us", "launch_residual_us",
+    "library_us", "library_measured_us", "launch_floor_us", "launch_latency_us",
     "orchestration_us", "hdbi", "tklqt_us", "floor_us", "floor_source",
     "t_dispatch_base_us", "kernel_diversity", "tokens", "kernels_per_token",
     "orchestration_us_per_token", "framework_us_per_token", "device_active_us_per_token",
     "host_python_us", "host_dispatch_us", "host_library_us", "host_launch_api_us",
-    "host_sync_us", "host_other_api_us", "host_untraced_us", "host_wall_us",
+    "host_sync_us", "host_other_api_us", "host_untraced_us", "host_thread_us",
     "exposed_orchestration_us", "hidden_orchestration_us", "steps", "aten_ops", "aten_ops_per_token",
 )
 
@@ -33,14 +33,14 @@ COMPONENTS: tuple[tuple[str, str], ...] = (
     ("framework_dispatch_us", "framework dispatch (ΔFT disp)"),
     ("library_us", "CUDA library (ΔCT)"),
     ("launch_floor_us", "launch floor (ΔKT = N·T_sys)"),
-    ("launch_residual_us", "launch residual (above floor)"),
+    ("launch_latency_us", "launch residual (above floor)"),
 )
 
 # Host-side cost metrics: an increase is a regression. This is the set that
 # the budget file's `[regression] max_pct` applies to (docs/ci.md).
 ORCHESTRATION_METRICS: tuple[str, ...] = (
     "orchestration_us", "framework_us", "framework_python_us", "framework_dispatch_us",
-    "library_us", "launch_floor_us", "launch_residual_us", "exposed_orchestration_us",
+    "library_us", "launch_floor_us", "launch_latency_us", "exposed_orchestration_us",
     "orchestration_us_per_token", "framework_us_per_token", "kernels_per_token",
 )
 
@@ -54,7 +54,7 @@ WORSE_DIRECTION: dict[str, int] = {
     "kernel_diversity": +1, "device_active_us_per_token": +1,
     "host_python_us": +1, "host_dispatch_us": +1, "host_library_us": +1,
     "host_launch_api_us": +1, "host_sync_us": +1, "host_other_api_us": +1,
-    "host_untraced_us": +1, "host_wall_us": +1, "hidden_orchestration_us": +1,
+    "host_untraced_us": +1, "host_thread_us": +1, "hidden_orchestration_us": +1,
     "aten_ops": +1, "aten_ops_per_token": +1,
     "hdbi": -1,
 }

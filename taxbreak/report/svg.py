@@ -12,7 +12,7 @@ from .metrics import fmt_value
 
 COLORS = {
     "framework_python_us": "#4e79a7", "framework_dispatch_us": "#a0cbe8", "library_us": "#f28e2b",
-    "launch_floor_us": "#e15759", "launch_residual_us": "#ff9d9a", "device_active_us": "#59a14f",
+    "launch_floor_us": "#e15759", "launch_latency_us": "#ff9d9a", "device_active_us": "#59a14f",
     "hdbi": "#b07aa1", "orchestration_us": "#e15759",
 }
 FONT = "font-family:system-ui,sans-serif;font-size:12px"
@@ -86,7 +86,7 @@ def stacked_bars(groups: list[BarGroup], width: int = 860) -> Markup:
 
 def _host_label(group: BarGroup, total: float) -> str:
     """T_Orchestrate (which excludes the launch residual, as in the method) and the residual."""
-    residual = next((s.value for s in group.segments if s.key == "launch_residual_us"), None)
+    residual = next((s.value for s in group.segments if s.key == "launch_latency_us"), None)
     if all(s.value is None for s in group.segments):
         return "host components not measured"
     if group.orchestration_us is None:

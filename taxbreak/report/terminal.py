@@ -24,7 +24,7 @@ HOST_PHASE_COLUMNS = [
     ("steps", "steps", "{:,}"),
     ("aten_ops", "ATen ops", "{:,}"),
     ("aten_ops_per_token", "ATen ops\n/token", "{:,.1f}"),
-    ("host_wall_us", "host wall\nµs", "{:,.1f}"),
+    ("host_thread_us", "host wall\nµs", "{:,.1f}"),
     ("host_python_us", "Python\nµs", "{:,.1f}"),
     ("host_dispatch_us", "ATen\nµs", "{:,.1f}"),
 ]
@@ -106,7 +106,7 @@ def render_shares(s: dict, console: Console) -> None:
         value = s[key]
         share = None if value is None or not total else 100.0 * value / total
         table.add_row(label, fmt(value), fmt(share, "{:.1f}%"))
-    table.add_row("ΔKT residual (not in HDBI)", fmt(s["launch_residual_us"]), "")
+    table.add_row("ΔKT residual (not in HDBI)", fmt(s["launch_latency_us"]), "")
     table.add_row("CUDA library, measured ranges", fmt(s["library_measured_us"]), "")
     table.add_row("TKLQT (Σ T_launch)", fmt(s["tklqt_us"]), "")
     console.print(table)
@@ -117,7 +117,7 @@ def render_host_partition(s: dict, console: Console) -> None:
     table.add_column("part")
     table.add_column("µs", justify="right")
     table.add_column("share", justify="right")
-    wall = s["host_wall_us"]
+    wall = s["host_thread_us"]
     for key, label in HOST_ROWS:
         share = 100.0 * s[key] / wall if wall else None
         table.add_row(label, fmt(s[key]), fmt(share, "{:.1f}%"))

@@ -2,15 +2,21 @@
 
 A :class:`PlantedSpec` lists steps of ops; each op plants its Python time
 (torch op start → ATen op start), and per launch the dispatch gap, the
-vendor-library time, the launch-call duration, the launch latency (kernel
-start − launch start, queueing included) and the kernel duration. ``build``
-lays them out on one host thread and one stream and returns the canonical
-tables plus the planted truth per kernel and per step.
+vendor-library time, the launch-call duration, the launch latency and the
+kernel duration, on a stream of its choosing (or as a CUDA-graph launch of
+several kernels). ``build`` lays them out on one host thread and returns the
+canonical tables plus the planted truth per kernel, per step, and the host
+thread's labelled timeline (for the idle attribution).
 
 Layout of one op (times grow to the right)::
 
     gap | torch op [ py | aten op [ d1 | lib1 | launch1 | d2 | launch2 | tail ] | py_tail ]
-                                                   └─ kernel at launch start + latency
+                                                   └─ kernel at max(launch start + T_sys, stream free) + latency
+
+A kernel starts ``latency_ns`` after both the planted floor T_sys has passed
+since its launch call began and its stream has finished all earlier work; so
+T_launch = T_sys + queue wait + latency with the queue wait planted by the
+earlier kernels of the stream (``stream_free_ns`` in the truth).
 """
 from __future__ import annotations
 
@@ -31,9 +37,12 @@ class PlantedLaunch:
     dispatch_ns: int  # gap before the call: from the op start (first) or the previous call's end
     library_ns: int  # vendor-library host time just before the call (a cuBLAS range in Nsight)
     launch_dur_ns: int
-    latency_ns: int  # T_launch = kernel start − launch start
+    latency_ns: int  # kernel start − max(launch start + T_sys, stream free)
     kernel_dur_ns: int
     is_library: bool
+    stream: int | None = None  # None: the spec's stream
+    graph_kernels: int = 0  # > 0: a cudaGraphLaunch replaying this many kernels (kernel_dur_ns each)
+    graph_gap_ns: int = 700  # device gap between the graph's kernels
 
 
 @dataclass
@@ -63,6 +72,7 @@ class PlantedSpec:
     gpu_name: str = "NVIDIA H100 80GB HBM3"
     t0_ns: int = 1_000_000
     with_library_ranges: bool = False  # Nsight-style cuBLAS ranges around library launches
+    floor_ns: int = 4_710  # the T_sys kernels are laid out with (H100's published floor)
 
 
 @dataclass
@@ -70,6 +80,7 @@ class Planted:
     tables: TraceTables
     kernels: pd.DataFrame  # planted truth per kernel, in trace order
     steps: pd.DataFrame  # planted host partition per step
+    host_timeline: pd.DataFrame  # (start_ns, end_ns, label) of every planted host segment, in time order
 
 
 @dataclass
@@ -79,7 +90,13 @@ class _Rows:
     device: list = field(default_factory=list)
     truth: list = field(default_factory=list)
     parts: list = field(default_factory=list)
+    timeline: list = field(default_factory=list)
+    stream_free: dict = field(default_factory=dict)  # stream -> end of its last work
     next_id: int = 0
+
+    def segment(self, start: int, dur: int, label: str) -> None:
+        if dur > 0:
+            self.timeline.append((start, start + dur, label))
 
     def nid(self) -> int:
         self.next_id += 1
@@ -106,47 +123,79 @@ def build(spec: PlantedSpec) -> Planted:
         for op in step.ops:
             t = _op(rows, spec, op, t, i, step.phase, part)
         _host(rows, spec, "annotation", f"taxbreak/{step.phase}/{i}", step_start, t - step_start)
-        rows.parts.append({"step": i, "phase": step.phase, **part, "wall": t - step_start})
+        rows.parts.append({"step": i, "phase": step.phase, **part, "wall": t - step_start,
+                           "start_ns": step_start, "end_ns": t})
     _host(rows, spec, "annotation", "taxbreak/run/0", run_start, t - run_start)
-    return Planted(_tables(rows, spec), pd.DataFrame(rows.truth), pd.DataFrame(rows.parts))
+    return Planted(_tables(rows, spec), pd.DataFrame(rows.truth), pd.DataFrame(rows.parts),
+                   pd.DataFrame(rows.timeline, columns=["start_ns", "end_ns", "label"]))
 
 
 def _op(rows: _Rows, spec: PlantedSpec, op: PlantedOp, t: int, step: int, phase: str, part: dict) -> int:
     torch_start = t + op.gap_ns
     aten_start = torch_start + op.py_ns
+    rows.segment(t, op.gap_ns, "untraced")
+    rows.segment(torch_start, op.py_ns, "python")
     ext = rows.nid()
     cursor = aten_start
     for launch in op.launches:
         lib_start = cursor + launch.dispatch_ns
         call_start = lib_start + launch.library_ns
         corr = rows.nid()
+        rows.segment(cursor, launch.dispatch_ns, "dispatch")
         if spec.with_library_ranges and launch.is_library:
             rows.api.append(_api_row(rows, spec, "cublas", "library", "cublasLtMatmul", lib_start,
                                      call_start + launch.launch_dur_ns - lib_start, -1, ext))
             part["library"] += launch.library_ns
+            rows.segment(lib_start, launch.library_ns, "library")
         else:
             part["dispatch"] += launch.library_ns
-        rows.api.append(_api_row(rows, spec, "cuda_runtime", "launch", "cudaLaunchKernel", call_start,
-                                 launch.launch_dur_ns, corr, ext))
-        k_start = call_start + launch.latency_ns
-        rows.device.append((rows.nid(), spec.pid, "kernel", launch.kernel, spec.device, spec.stream, 1, k_start,
-                            launch.kernel_dur_ns, corr, ext, 1, 1, 1, 128, 1, 1, 32, 0, -1, -1, -1))
-        first = cursor == aten_start
-        rows.truth.append({"step": step, "phase": phase, "kernel": launch.kernel, "correlation": corr,
-                           "t_py_ns": op.py_ns,
-                           "t_dispatch_ns": launch.dispatch_ns + launch.library_ns,
-                           "t_launch_ns": launch.latency_ns, "dur_ns": launch.kernel_dur_ns,
-                           "is_library": launch.is_library, "first_in_op": first})
+            rows.segment(lib_start, launch.library_ns, "dispatch")
+        name = "cudaGraphLaunch" if launch.graph_kernels else "cudaLaunchKernel"
+        kind = "graph_launch" if launch.graph_kernels else "launch"
+        rows.api.append(_api_row(rows, spec, "cuda_runtime", kind, name, call_start, launch.launch_dur_ns, corr, ext))
+        rows.segment(call_start, launch.launch_dur_ns, "launch_api")
+        _kernels(rows, spec, launch, call_start, corr, ext, {
+            "step": step, "phase": phase, "t_py_ns": op.py_ns, "first_in_op": cursor == aten_start,
+            "t_dispatch_ns": launch.dispatch_ns + launch.library_ns, "is_library": launch.is_library,
+            "launch_dur_ns": launch.launch_dur_ns})
         part["dispatch"] += launch.dispatch_ns
         part["launch_api"] += launch.launch_dur_ns
         cursor = call_start + launch.launch_dur_ns
     aten_end = cursor + op.tail_ns
+    rows.segment(cursor, op.tail_ns, "dispatch")
+    rows.segment(aten_end, op.py_tail_ns, "python")
     part["dispatch"] += op.tail_ns
     part["python"] += op.py_ns + op.py_tail_ns
     part["untraced"] += op.gap_ns
     _host(rows, spec, "op", op.aten_name, aten_start, aten_end - aten_start, ext)
     _host(rows, spec, "python", op.torch_name, torch_start, aten_end + op.py_tail_ns - torch_start)
     return aten_end + op.py_tail_ns
+
+
+def _kernels(rows: _Rows, spec: PlantedSpec, launch: PlantedLaunch, call_start: int, corr: int, ext: int,
+             truth: dict) -> None:
+    """The device work of one launch call and its planted truth.
+
+    A plain launch waits for its stream; a graph launch for every stream of the
+    device (its first node starts when the device is free), and its later
+    nodes follow each other ``graph_gap_ns`` apart on the graph's own stream.
+    """
+    stream = spec.stream if launch.stream is None else launch.stream
+    n = max(launch.graph_kernels, 1)
+    graph_stream = stream + 1000 if launch.graph_kernels else stream
+    free = (max(rows.stream_free.values(), default=call_start) if launch.graph_kernels
+            else rows.stream_free.get(stream, call_start))
+    start = max(call_start + spec.floor_ns, free) + launch.latency_ns
+    for i in range(n):
+        rows.device.append((rows.nid(), spec.pid, "kernel", launch.kernel, spec.device, graph_stream, 1, start,
+                            launch.kernel_dur_ns, corr, ext, 1, 1, 1, 128, 1, 1, 32, 0, -1, -1, -1))
+        rows.truth.append({**truth, "kernel": launch.kernel, "correlation": corr, "start_ns": start,
+                           "t_launch_ns": start - call_start, "dur_ns": launch.kernel_dur_ns,
+                           "stream_free_ns": free - call_start, "graph_node": i if launch.graph_kernels else -1,
+                           "launch_start_ns": call_start})
+        end = start + launch.kernel_dur_ns
+        rows.stream_free[graph_stream] = max(rows.stream_free.get(graph_stream, end), end)
+        start = end + launch.graph_gap_ns
 
 
 def _host(rows: _Rows, spec: PlantedSpec, kind: str, name: str, start: int, dur: int, ext: int = -1) -> None:
@@ -190,16 +239,18 @@ def arrow_table(df: pd.DataFrame, name: str) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def random_spec(rng: np.random.Generator, steps: int = 3, ops: int = 4, **kw) -> PlantedSpec:
-    """A random spec: mixed library / native kernels, 1–3 launches per op."""
+def random_spec(rng: np.random.Generator, steps: int = 3, ops: int = 4, streams: int = 1, graphs: bool = False,
+                **kw) -> PlantedSpec:
+    """A random spec: mixed library / native kernels, 1–3 launches per op, on ``streams``
+    streams, with CUDA-graph launches among them when ``graphs``."""
     out = []
     for i in range(steps):
         phase = "prefill" if i == 0 else "decode"
-        out.append(PlantedStep(phase, [_random_op(rng) for _ in range(ops)]))
+        out.append(PlantedStep(phase, [_random_op(rng, streams, graphs) for _ in range(ops)]))
     return PlantedSpec(out, **kw)
 
 
-def _random_op(rng: np.random.Generator) -> PlantedOp:
+def _random_op(rng: np.random.Generator, streams: int = 1, graphs: bool = False) -> PlantedOp:
     launches = []
     for _ in range(int(rng.integers(1, 4))):
         lib = bool(rng.random() < 0.4)
@@ -207,8 +258,9 @@ def _random_op(rng: np.random.Generator) -> PlantedOp:
         launches.append(PlantedLaunch(
             kernel=names[int(rng.integers(len(names)))], dispatch_ns=int(rng.integers(200, 20_000)),
             library_ns=int(rng.integers(500, 8_000)) if lib else 0, launch_dur_ns=int(rng.integers(2_000, 9_000)),
-            latency_ns=int(rng.integers(4_000, 60_000)), kernel_dur_ns=int(rng.integers(1_000, 200_000)),
-            is_library=lib))
+            latency_ns=int(rng.integers(0, 60_000)), kernel_dur_ns=int(rng.integers(1_000, 200_000)),
+            is_library=lib, stream=7 + int(rng.integers(streams)),
+            graph_kernels=int(rng.integers(2, 5)) if graphs and rng.random() < 0.3 else 0))
     return PlantedOp("torch/nn/modules/linear.py(125): forward", "aten::addmm", int(rng.integers(100, 30_000)),
                      launches, int(rng.integers(100, 3_000)), int(rng.integers(100, 3_000)),
                      int(rng.integers(0, 5_000)))

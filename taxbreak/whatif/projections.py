@@ -35,7 +35,7 @@ def host_time(metrics: dict) -> tuple[float | None, str]:
     Falls back to the step span when the partition is absent: an upper bound,
     since the span also counts host waits on the device.
     """
-    wall, sync = metrics.get("host_wall_us"), metrics.get("host_sync_us")
+    wall, sync = metrics.get("host_thread_us"), metrics.get("host_sync_us")
     if wall is not None:
         busy = float(wall) - float(sync or 0.0)
         marker = metrics.get("wall_us")
@@ -43,8 +43,8 @@ def host_time(metrics: dict) -> tuple[float | None, str]:
         # mirror the main thread), while the step loop runs on one thread:
         # its busy time cannot exceed the step marker's wall time.
         if marker is not None and busy > marker:
-            return float(marker), "host_wall_us - host_sync_us, capped at the step marker's wall time"
-        return busy, "host_wall_us - host_sync_us"
+            return float(marker), "host_thread_us - host_sync_us, capped at the step marker's wall time"
+        return busy, "host_thread_us - host_sync_us"
     span = metrics.get("step_us")
     return (None, "none") if span is None else (float(span), "step_us (upper bound: includes host waits)")
 
@@ -65,7 +65,7 @@ def project_cuda_graphs(metrics: dict, floor_us: float | None, floor_source: str
     """
     host_us, host_key = host_time(metrics)
     orch = metrics.get("orchestration_us")
-    residual = metrics.get("launch_residual_us") or 0.0
+    residual = metrics.get("launch_latency_us") or 0.0
     launch_us, launch_source = _graph_launch(graph_launch_us, floor_us, floor_source)
     rest = None if host_us is None or orch is None else max(0.0, host_us - orch - residual)
     out = {

@@ -29,7 +29,7 @@ def render_sweep(table: pd.DataFrame, transition: dict, notes: list[str]) -> str
             f"{row['name']:<14}{row['phase']:<9}{_n(row['steps']):>6}{_n(row['step_us']):>12}{_n(row['hdbi'], 3):>8}"
             f"{_n(row['framework_us_per_token'], 2):>12}{_n(row['library_us_per_token'], 2):>12}"
             f"{_n(row['launch_floor_us_per_token'], 2):>12}{_n(row['device_active_us_per_token'], 2):>12}"
-            f"{_n(row['kernels_per_token'], 1):>10}{_n(row['host_wall_us_per_token'], 1):>13}")
+            f"{_n(row['kernels_per_token'], 1):>10}{_n(row['host_thread_us_per_token'], 1):>13}")
     lines += ["", "transition point (" + transition.get("rule", "") + "):"]
     for phase, info in transition.get("phases", {}).items():
         lines.append(f"  {phase}: {describe_phase(info)}")

@@ -20,7 +20,7 @@ PLOTTED = (
     ("launch_floor_us_per_token", "launch floor ΔKT (µs/token)"),
     ("device_active_us_per_token", "device active (µs/token)"),
     ("kernels_per_token", "kernels per token"),
-    ("host_wall_us_per_token", "host wall time (µs/token)"),
+    ("host_thread_us_per_token", "host wall time (µs/token)"),
     ("step_us", "step latency (µs)"),
 )
 AXES = {"batch": "batch size", "seq_len": "sequence length"}
@@ -116,7 +116,7 @@ def write_sweep_outputs(sweep_dir: str | Path, threshold: float = 0.5) -> dict:
 
 _TABLE_COLUMNS = ("name", "phase", "batch", "seq_len", "decode_share", "steps", "step_us", "hdbi",
                   "framework_us_per_token", "library_us_per_token", "launch_floor_us_per_token",
-                  "device_active_us_per_token", "kernels_per_token", "host_wall_us_per_token")
+                  "device_active_us_per_token", "kernels_per_token", "host_thread_us_per_token")
 
 
 def _cell(value, column: str = "") -> str:

@@ -26,12 +26,12 @@ from .sweep import read_index
 # Mean-step metrics copied into the table (µs unless named otherwise).
 STEP_KEYS = (
     "step_us", "wall_us", "span_us", "hdbi", "orchestration_us", "framework_us", "library_us", "launch_floor_us",
-    "launch_residual_us", "device_active_us", "device_busy_us", "exposed_orchestration_us",
-    "hidden_orchestration_us", "kernels", "host_wall_us", "host_sync_us",
+    "launch_latency_us", "device_active_us", "device_busy_us", "exposed_orchestration_us",
+    "hidden_orchestration_us", "kernels", "host_thread_us", "host_sync_us",
 )
 PER_TOKEN_KEYS = (
-    "framework_us", "library_us", "launch_floor_us", "launch_residual_us", "orchestration_us",
-    "device_active_us", "kernels", "host_wall_us",
+    "framework_us", "library_us", "launch_floor_us", "launch_latency_us", "orchestration_us",
+    "device_active_us", "kernels", "host_thread_us",
 )
 
 

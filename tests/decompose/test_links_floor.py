@@ -37,7 +37,9 @@ def test_graph_launch_keeps_every_kernel_and_counts_host_cost_once():
     assert len(k) == 3  # every replayed kernel kept
     assert a.summary["diagnostics"]["decompose.graph_launch"]["count"] == 2
     assert k["kt_floor_ns"].tolist() == [4_710, 0, 0] and k["ft_ns"].iloc[1:].tolist() == [0, 0]
-    assert k["t_launch_ns"].tolist() == [9_000, 59_000, 69_000]
+    assert k["t_launch_ns"].tolist() == [13_710, 63_710, 73_710]
+    # the replayed kernels wait behind the graph's first: queue wait, no launch latency of their own
+    assert k["queue_wait_ns"].iloc[1:].tolist() == [63_710, 73_710] and k["launch_latency_ns"].iloc[1:].tolist() == [0, 0]
     assert a.summary["all"]["launch_floor_us"] == 2 * 4.71
 
 

@@ -18,7 +18,7 @@ PATHS = shared_trace_paths()
 CASES = [pytest.param(p, id=p.name, marks=[pytest.mark.slow] if p.stat().st_size > 1_000_000 else [])
          for p in PATHS]
 COMPONENT_COLS = ["t_py_ns", "t_dispatch_ns", "t_launch_ns", "ft_ns", "ft_python_ns", "ft_dispatch_ns", "ct_ns",
-                  "kt_floor_ns", "kt_residual_ns", "dur_ns"]
+                  "kt_floor_ns", "launch_latency_ns", "dur_ns"]
 
 
 def test_shared_traces_present():
@@ -44,7 +44,7 @@ def test_real_trace_decomposes(path):
 def _assert_partition_conserves(a, tables):
     part = a.host_partition
     parts = part[list(COLUMNS.values())].sum(axis=1).to_numpy(np.int64)
-    assert (parts == part["host_wall_ns"].to_numpy(np.int64)).all()
+    assert (parts == part["host_thread_ns"].to_numpy(np.int64)).all()
     # per thread, the walls over all steps add up to the thread's span (first start → last end)
     he, ac, rg = (t.to_pandas() for t in (tables.host_events, tables.api_calls, tables.ranges))
     frames = [he, ac]
@@ -59,17 +59,22 @@ def _assert_partition_conserves(a, tables):
     ev = pd.concat(events)
     ev["end_ns"] = ev["start_ns"] + ev["dur_ns"]
     span = ev.groupby(["pid", "tid"]).agg(lo=("start_ns", "min"), hi=("end_ns", "max"))
-    wall = part.groupby(["pid", "tid"])["host_wall_ns"].sum()
+    wall = part.groupby(["pid", "tid"])["host_thread_ns"].sum()
     expected = (span["hi"] - span["lo"]).reindex(wall.index)
     assert (wall == expected).all()
-    assert int(part["host_wall_ns"].sum()) == round(a.summary["all"]["host_wall_us"] * 1000)
+    assert int(part["host_thread_ns"].sum()) == round(a.summary["all"]["host_thread_us"] * 1000)
 
 
 def _assert_orphans_counted(a):
     s, diags = a.summary["all"], a.summary["diagnostics"]
     assert s["orphan_kernels"] == diags.get("link.orphan_kernel", {}).get("count", 0)
     assert s["orphan_launches"] == diags.get("link.orphan_launch", {}).get("count", 0)
-    assert s["orphan_kernels"] == int(a.kernels["launch_start_ns"].isna().sum())
+    unlinked = a.kernels["launch_start_ns"].isna()
+    is_kernel = a.kernels["kind"] == "kernel"
+    assert s["orphan_kernels"] == int((unlinked & is_kernel).sum())
+    assert s["orphan_copies"] == int((unlinked & ~is_kernel).sum())
+    assert s["orphan_copies"] == diags.get("link.orphan_copy", {}).get("count", 0)
+    assert s["orphan_copy_calls"] == diags.get("link.orphan_copy_call", {}).get("count", 0)
 
 
 def test_cpu_only_trace_reports_no_device():
@@ -80,4 +85,4 @@ def test_cpu_only_trace_reports_no_device():
     assert s["floor_source"] == "unavailable" and s["floor_us"] is None
     for key in ("device_active_us", "hdbi", "launch_floor_us", "framework_us", "tklqt_us"):
         assert s[key] is None, key
-    assert s["host_wall_us"] > 0  # the host partition is still measured
+    assert s["host_thread_us"] > 0  # the host partition is still measured

@@ -72,7 +72,7 @@ def test_step_without_device_work_reports_none():
     assert decode["kernels"] == 0
     for key in ("device_active_us", "hdbi", "framework_us", "orchestration_us", "span_us"):
         assert decode[key] is None, key
-    assert decode["host_wall_us"] > 0 and decode["host_python_us"] == 2.3  # 2000 py + 300 py tail
+    assert decode["host_thread_us"] > 0 and decode["host_python_us"] == 2.3  # 2000 py + 300 py tail
 
 
 def test_between_steps_collects_outside_work():
@@ -95,5 +95,5 @@ def test_between_steps_collects_outside_work():
     assert "between" in a.summary["phases"]
     assert sum(r["kernels"] for r in steps.values()) == a.summary["all"]["kernels"] == len(planted.kernels)
     assert cut >= 1
-    walls = a.host_partition["host_wall_ns"].sum()
-    assert walls == round(a.summary["all"]["host_wall_us"] * 1000)
+    walls = a.host_partition["host_thread_ns"].sum()
+    assert walls == round(a.summary["all"]["host_thread_us"] * 1000)

@@ -29,11 +29,11 @@ def phase_metrics(scale: float = 1.0, **over) -> dict:
                 device_active_us=800.0 * scale, device_busy_us=780.0 * scale, span_us=2000.0 * scale,
                 gpu_idle_us=1200.0 * scale, framework_us=600.0 * scale, framework_python_us=400.0 * scale,
                 framework_dispatch_us=200.0 * scale, library_us=50.0 * scale, library_measured_us=None,
-                launch_floor_us=450.0, launch_residual_us=120.0 * scale, orchestration_us=1100.0 * scale,
+                launch_floor_us=450.0, launch_latency_us=120.0 * scale, orchestration_us=1100.0 * scale,
                 tklqt_us=900.0 * scale, floor_us=4.5, floor_source="published:default",
                 t_dispatch_base_us=2.0, kernel_diversity=0.2, tokens=10, kernels_per_token=10.0,
                 orchestration_us_per_token=110.0 * scale, framework_us_per_token=60.0 * scale,
-                device_active_us_per_token=80.0 * scale, host_wall_us=2000.0 * scale,
+                device_active_us_per_token=80.0 * scale, host_thread_us=2000.0 * scale,
                 exposed_orchestration_us=700.0 * scale, hidden_orchestration_us=400.0 * scale, steps=1)
     base["hdbi"] = base["device_active_us"] / (base["device_active_us"] + base["orchestration_us"])
     base.update(over)
@@ -52,7 +52,7 @@ def make_kernels(n: int = 6, names=None) -> pd.DataFrame:
         "op_start_ns": launch - 4_000, "t_py_ns": 3_000, "t_dispatch_ns": 4_000, "t_launch_ns": 8_000,
         "is_library": i % 3 == 0, "kernel_class": [("library_gemm", "other", "elementwise")[k % 3] for k in i],
         "ft_python_ns": 3_000.0, "ft_dispatch_ns": 2_000.0, "ct_ns": 2_000.0 * (i % 3 == 0),
-        "kt_floor_ns": 4_500.0, "kt_residual_ns": 3_500.0, "step": i // 3,
+        "kt_floor_ns": 4_500.0, "launch_latency_ns": 3_500.0, "step": i // 3,
         "phase": ["prefill" if k < 3 else "decode" for k in i],
     })
 
@@ -70,7 +70,7 @@ def make_analysis(scale: float = 1.0, kernel_names=None, phases=("prefill", "dec
                         "orchestration_us": [30.0 * scale, 12.0]})
     host = pd.DataFrame({"pid": [1, 1], "tid": [1, 1], "step": [0, 1], "host_python_ns": [30_000, 20_000],
                          "host_dispatch_ns": [8_000, 9_000], "host_launch_api_ns": [9_000, 9_000],
-                         "host_untraced_ns": [13_000, 22_000], "host_wall_ns": [60_000, 60_000]})
+                         "host_untraced_ns": [13_000, 22_000], "host_thread_ns": [60_000, 60_000]})
     return SimpleNamespace(kernels=kernels, steps=pd.DataFrame(steps), phases=pd.DataFrame(
         [dict(v, phase=k) for k, v in phase_dicts.items()]), ops=ops, host_partition=host,
         summary=summary, tables=make_tables(kernels))

@@ -5,9 +5,9 @@ from taxbreak.report.advice import advise
 
 
 def _summary(**values):
-    base = {"framework_us": 10.0, "library_us": 5.0, "launch_floor_us": 45.0, "launch_residual_us": 20.0,
+    base = {"framework_us": 10.0, "library_us": 5.0, "launch_floor_us": 45.0, "launch_latency_us": 20.0,
             "orchestration_us": 60.0, "exposed_orchestration_us": 80.0, "hidden_orchestration_us": 20.0,
-            "host_sync_us": 0.0, "host_wall_us": 100.0}
+            "host_sync_us": 0.0, "host_thread_us": 100.0}
     base.update(values)
     return {"all": base}
 
@@ -31,7 +31,7 @@ def test_library_dominates():
 
 def test_residual_above_floor_is_flagged_only_when_larger():
     assert not any("above the floor" in a.finding for a in advise(_summary()))
-    assert any("above the floor" in a.finding for a in advise(_summary(launch_residual_us=50.0)))
+    assert any("above the floor" in a.finding for a in advise(_summary(launch_latency_us=50.0)))
 
 
 def test_exposed_versus_hidden():

@@ -57,7 +57,7 @@ def test_queue_slice_ends_at_the_kernel_and_floor_starts_at_the_launch(tmp_path)
     assert sorted(e["ts"] + e["dur"] for e in queued) == sorted(kernels.values())
     assert sorted(e["ts"] for e in floors) == sorted(launches.values())
     full = floors[0]["args"]
-    assert {"kernel", "correlation", "ft_python_us", "ct_us", "kt_floor_us", "kt_residual_us"} <= set(full)
+    assert {"kernel", "correlation", "ft_python_us", "ct_us", "kt_floor_us", "launch_latency_us"} <= set(full)
 
 
 def test_new_lanes_are_named_with_metadata_events(tmp_path):
@@ -166,7 +166,7 @@ def test_build_events_writes_deep_queues_as_async_pairs():
     from .fake import make_kernels
 
     k = make_kernels(n=24)
-    k["kt_residual_ns"] = 1_000_000.0  # each kernel queued 1 ms, launches 20 µs apart: 24 deep
+    k["launch_latency_ns"] = 1_000_000.0  # each kernel queued 1 ms, launches 20 µs apart: 24 deep
     events, stats = build_events(k, shift_ns=0)
     begins = [e for e in events if e["ph"] == "b"]
     ends = {e["id"]: e for e in events if e["ph"] == "e"}

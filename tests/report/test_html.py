@@ -108,7 +108,7 @@ def test_phase_table_shows_the_host_side_numbers(tmp_path):
     phase_table = html[html.index("<td>steps</td>"):]
     ops = a.summary["all"]["aten_ops"]
     assert re.search(rf"<td>aten_ops</td>(<td[^>]*>[^<]*</td>)*?<td[^>]*>{ops}</td>", phase_table)
-    assert "<td>aten_ops_per_token</td>" in phase_table and "<td>host_wall_us</td>" in phase_table
+    assert "<td>aten_ops_per_token</td>" in phase_table and "<td>host_thread_us</td>" in phase_table
 
 
 def test_cli_report_from_run_directory(tmp_path):

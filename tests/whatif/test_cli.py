@@ -100,8 +100,8 @@ def test_sweep_option_errors(tmp_path):
 def test_whatif_text_on_hand_built_gpu_run(tmp_path):
     # One decode step of 1000 µs with 300 µs device work and a 4.5 µs floor (docs/whatif.md example).
     step = {"step": 1, "phase": "decode", "start_ns": 0, "end_ns": 1_000_000, "span_us": 900.0,
-            "device_active_us": 300.0, "orchestration_us": 600.0, "launch_residual_us": 50.0, "hdbi": 0.333333,
-            "host_wall_us": 950.0, "host_sync_us": 50.0, "exposed_orchestration_us": 400.0}
+            "device_active_us": 300.0, "orchestration_us": 600.0, "launch_latency_us": 50.0, "hdbi": 0.333333,
+            "host_thread_us": 950.0, "host_sync_us": 50.0, "exposed_orchestration_us": 400.0}
     (tmp_path / "summary.json").write_text(json.dumps({"steps": [step], "all": {"floor_us": 4.5,
                                                                                 "floor_source": "published:H200"}}))
     result = _run(["whatif", str(tmp_path), "--cpu-speedup", "1.25"])

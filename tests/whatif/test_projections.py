@@ -8,14 +8,14 @@ from taxbreak.whatif.projections import compare_published, host_time, project_cp
 # A host-bound GPU decode step (µs): the host works 950 − 50 = 900 µs, of which
 # 600 µs is per-kernel orchestration and 50 µs launch residual.
 GPU_STEP = {
-    "step_us": 1000.0, "device_active_us": 300.0, "orchestration_us": 600.0, "launch_residual_us": 50.0,
-    "host_wall_us": 950.0, "host_sync_us": 50.0, "exposed_orchestration_us": 400.0,
+    "step_us": 1000.0, "device_active_us": 300.0, "orchestration_us": 600.0, "launch_latency_us": 50.0,
+    "host_thread_us": 950.0, "host_sync_us": 50.0, "exposed_orchestration_us": 400.0,
 }
 CPU_STEP = {"step_us": 1000.0, "device_active_us": None, "orchestration_us": 700.0, "exposed_orchestration_us": None}
 
 
 def test_host_time_prefers_partition():
-    assert host_time(GPU_STEP) == (900.0, "host_wall_us - host_sync_us")
+    assert host_time(GPU_STEP) == (900.0, "host_thread_us - host_sync_us")
     value, source = host_time({"step_us": 10.0})
     assert value == 10.0 and source.startswith("step_us")
 
@@ -81,7 +81,7 @@ def test_compare_published_bands():
 
 def test_host_time_capped_at_marker_wall():
     # Two host lanes of 600 µs each inside a 700 µs step: the step thread cannot be busier than 700 µs.
-    value, source = host_time({"host_wall_us": 1200.0, "host_sync_us": 0.0, "wall_us": 700.0})
+    value, source = host_time({"host_thread_us": 1200.0, "host_sync_us": 0.0, "wall_us": 700.0})
     assert value == 700.0 and "capped" in source
 
 

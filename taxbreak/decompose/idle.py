@@ -1,0 +1,183 @@
+"""GPU idle time attributed to its cause, per device, exactly (docs/method.md §7.1).
+
+Every device d is idle wherever none of its activities (kernel, memcpy,
+memset) runs inside the analysis window (the trace's whole span). Each idle
+gap ends when d's next activity starts (or never: the trailing gap). What
+kept d idle at instant t of a gap is read from that next activity:
+
+* it has no launch call in the trace → ``unlinked``;
+* t ≥ the launch call's start (the work was issued, not started yet) → ``launch_api``;
+* t < the launch call's start → whatever the launching host thread was doing
+  at t: the host-partition label of that thread at t (``python``, ``dispatch``,
+  ``library``, ``launch_api`` (another launch), ``sync``, ``other_api``,
+  ``untraced``);
+* no next activity → ``nothing_pending``.
+
+The pieces of one device are disjoint and cover its idle time exactly, so
+their sums per cause add up to the device's idle time in every scope. Pieces
+are cut at step boundaries; a piece belongs to the step that contains its
+start (``Steps.assign``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..trace.nesting import lane_clock
+from .intervals import take_or, unique_inverse
+from .partition import LABELS, _categories, _labels
+from .steps import Steps
+from .views import Views
+
+CAUSES = ("python", "dispatch", "library", "launch_api", "sync", "other_api", "untraced", "unlinked",
+          "nothing_pending")
+_CAUSE_OF_LABEL = np.array([CAUSES.index(label) for label in LABELS], np.int8)
+COLUMNS = ("device", "start_ns", "end_ns", "cause", "step", "pid", "tid", "next_correlation")
+
+
+@dataclass
+class Gaps:
+    device: np.ndarray
+    start_ns: np.ndarray
+    end_ns: np.ndarray
+    next_row: np.ndarray  # device-view row that ends the gap, -1 for a trailing gap
+
+
+def device_gaps(device: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray, window: tuple[int, int]) -> Gaps:
+    """Idle gaps of every device inside ``window`` and the activity that ends each."""
+    n = len(start_ns)
+    if n == 0:
+        return Gaps(*(np.zeros(0, np.int64) for _ in range(4)))
+    order = np.lexsort((start_ns, device))
+    d, s, e = device[order], start_ns[order], end_ns[order]
+    first_of_dev = np.concatenate([[True], d[1:] != d[:-1]])
+    run_end = _running_end_per_group(e, np.flatnonzero(first_of_dev))
+    new = first_of_dev.copy()
+    new[1:] |= s[1:] > run_end[:-1]  # a merged busy interval begins
+    first = np.flatnonzero(new)
+    last = np.append(first[1:] - 1, n - 1)
+    m_dev, m_start, m_end = d[first], s[first], run_end[last]
+    dev_first = np.concatenate([[True], m_dev[1:] != m_dev[:-1]])
+    dev_last = np.append(m_dev[1:] != m_dev[:-1], True)
+    lo, hi = window
+    # before each merged interval: from the previous one's end (or the window start) to its start
+    gap_start = np.where(dev_first, lo, np.roll(m_end, 1))
+    lead = Gaps(m_dev, gap_start, m_start, order[first])
+    tail = Gaps(m_dev[dev_last], m_end[dev_last], np.full(int(dev_last.sum()), hi, np.int64),
+                np.full(int(dev_last.sum()), -1, np.int64))
+    gaps = Gaps(*(np.concatenate([getattr(lead, f), getattr(tail, f)]) for f in Gaps.__dataclass_fields__))
+    keep = gaps.end_ns > gaps.start_ns
+    return Gaps(*(getattr(gaps, f)[keep] for f in Gaps.__dataclass_fields__))
+
+
+def _running_end_per_group(end_ns: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    edges = np.append(bounds, len(end_ns))
+    return np.concatenate([np.maximum.accumulate(end_ns[a:b]) for a, b in zip(edges[:-1], edges[1:])])
+
+
+def cut_by_steps(start_ns: np.ndarray, end_ns: np.ndarray, steps: Steps) -> tuple[np.ndarray, ...]:
+    """Pieces of each interval between consecutive step boundaries: (source index, start, end, step)."""
+    table = steps.table
+    bounds = np.unique(np.concatenate([table["start_ns"].to_numpy(np.int64), table["end_ns"].to_numpy(np.int64)]))
+    lo = np.searchsorted(bounds, start_ns, side="right")
+    hi = np.searchsorted(bounds, end_ns, side="left")
+    inner = np.maximum(hi - lo, 0)
+    src = np.repeat(np.arange(len(start_ns)), inner + 1)
+    j = np.arange(len(src)) - np.repeat(np.cumsum(inner + 1) - (inner + 1), inner + 1)
+    cut_at = bounds[np.minimum(lo[src] + j, len(bounds) - 1)] if len(bounds) else np.zeros(len(src), np.int64)
+    piece_start = np.where(j == 0, start_ns[src], bounds[np.maximum(lo[src] + j - 1, 0)] if len(bounds) else 0)
+    piece_end = np.where(j == inner[src], end_ns[src], cut_at)
+    return src, piece_start, piece_end, steps.assign(piece_start)
+
+
+def attribute_idle(views: Views, dev_api: np.ndarray, marker: np.ndarray, steps: Steps,
+                   window: tuple[int, int]) -> pd.DataFrame:
+    """One row per attributed idle piece (columns ``COLUMNS``), see module docstring."""
+    dev, api = views.device, views.api
+    gaps = device_gaps(np.asarray(dev.device, np.int64), dev.start_ns, dev.end_ns, window)
+    launch = np.where(gaps.next_row >= 0, take_or(dev_api, gaps.next_row), -1)
+    issued = np.clip(take_or(api.start_ns, launch), gaps.start_ns, gaps.end_ns)
+    has_launch = launch >= 0
+    next_corr = np.where(gaps.next_row >= 0, take_or(dev.correlation, gaps.next_row), -1)
+    fixed = [  # (mask, start, end, cause)
+        (has_launch & (gaps.end_ns > issued), issued, gaps.end_ns, "launch_api"),
+        ((gaps.next_row >= 0) & ~has_launch, gaps.start_ns, gaps.end_ns, "unlinked"),
+        (gaps.next_row < 0, gaps.start_ns, gaps.end_ns, "nothing_pending")]
+    parts = [_fixed_pieces(gaps, mask, s, e, CAUSES.index(cause), next_corr, steps) for mask, s, e, cause in fixed]
+    host = has_launch & (issued > gaps.start_ns)
+    parts.append(_host_pieces(views, marker, steps, gaps.device[host], api.lane[launch[host]],
+                              gaps.start_ns[host], issued[host], next_corr[host]))
+    return _frame(views, parts)
+
+
+def _fixed_pieces(gaps: Gaps, mask, start, end, cause: int, next_corr, steps: Steps) -> dict:
+    idx = np.flatnonzero(mask)
+    src, s, e, step = cut_by_steps(start[idx], end[idx], steps)
+    keep = e > s
+    src = idx[src[keep]]
+    return {"device": gaps.device[src], "start_ns": s[keep], "end_ns": e[keep],
+            "cause": np.full(int(keep.sum()), cause, np.int8), "step": step[keep],
+            "lane": np.full(int(keep.sum()), -1, np.int64), "next_correlation": next_corr[src]}
+
+
+def _host_pieces(views: Views, marker: np.ndarray, steps: Steps, device, lane, start, end, next_corr) -> dict:
+    """Host-side idle pieces labelled by what their launching thread was doing."""
+    src, q0, q1, q_step = cut_by_steps(start, end, steps)
+    keep = q1 > q0
+    src, q0, q1, q_step = src[keep], q0[keep], q1[keep], q_step[keep]
+    q_lane = lane[src]
+    c_lane, c_start, c_end, cat = _categories(views, marker)
+    on = np.isin(c_lane, np.unique(q_lane))
+    c_lane, c_start, c_end, cat = c_lane[on], c_start[on], c_end[on], cat[on]
+    clock = lane_clock(views.n_lanes, [c_start, c_end, q0, q1])
+    keys = np.concatenate([clock.key(c_lane, c_start), clock.key(c_lane, c_end),
+                           clock.key(q_lane, q0), clock.key(q_lane, q1)])
+    distinct, pos = unique_inverse(keys)
+    n_c = len(c_start)
+    label = _labels(len(distinct), pos[:n_c], pos[n_c:2 * n_c], cat)
+    _, t = clock.split(distinct)
+    p0, p1 = pos[2 * n_c:2 * n_c + len(q0)].astype(np.int64), pos[2 * n_c + len(q0):].astype(np.int64)
+    # every query covers the segments p0 .. p1-1 of its own lane
+    count = p1 - p0
+    qid = np.repeat(np.arange(len(q0)), count)
+    seg = p0[qid] + np.arange(len(qid)) - np.repeat(np.cumsum(count) - count, count)
+    if len(seg) == 0:
+        empty = np.zeros(0, np.int64)
+        return {"device": empty, "start_ns": empty, "end_ns": empty, "cause": np.zeros(0, np.int8),
+                "step": empty, "lane": empty, "next_correlation": empty}
+    cause = _CAUSE_OF_LABEL[label[seg]]
+    new = np.ones(len(seg), bool)  # merge consecutive segments of one query with one cause
+    new[1:] = (qid[1:] != qid[:-1]) | (cause[1:] != cause[:-1])
+    first = np.flatnonzero(new)
+    last_seg = np.append(first[1:] - 1, len(seg) - 1)
+    q = qid[first]
+    return {"device": device[src[q]], "start_ns": t[seg[first]], "end_ns": t[seg[last_seg] + 1],
+            "cause": cause[first], "step": q_step[q], "lane": q_lane[q], "next_correlation": next_corr[src[q]]}
+
+
+def _frame(views: Views, parts: list[dict]) -> pd.DataFrame:
+    cols = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    order = np.lexsort((cols["start_ns"], cols["device"]))
+    cols = {k: v[order] for k, v in cols.items()}
+    lane = cols.pop("lane")
+    has = lane >= 0
+    out = pd.DataFrame({"device": cols["device"].astype(np.int64), "start_ns": cols["start_ns"].astype(np.int64),
+                        "end_ns": cols["end_ns"].astype(np.int64),
+                        "cause": pd.Categorical.from_codes(cols["cause"].astype(np.int64), categories=list(CAUSES)),
+                        "step": cols["step"].astype(np.int64),
+                        "pid": _nullable(take_or(views.lane_pid, lane), has),
+                        "tid": _nullable(take_or(views.lane_tid, lane), has),
+                        "next_correlation": _nullable(cols["next_correlation"], cols["next_correlation"] >= 0)})
+    return out
+
+
+def _nullable(values: np.ndarray, valid: np.ndarray) -> pd.Series:
+    return pd.Series(pd.arrays.IntegerArray(np.where(valid, values, 0).astype(np.int64), ~np.asarray(valid, bool)))
+
+
+def window_pieces(window: tuple[int, int], steps: Steps) -> tuple[np.ndarray, np.ndarray]:
+    """Elapsed time of the window per step (step id, ns): each instant counted once."""
+    _, s, e, step = cut_by_steps(np.array([window[0]], np.int64), np.array([window[1]], np.int64), steps)
+    return step, e - s

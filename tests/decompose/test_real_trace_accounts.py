@@ -1,0 +1,109 @@
+"""On every real trace: the launch split and the idle attribution conserve exactly,
+waits stay inside the time they can occupy, and HDBI is null exactly where a
+component is not measured."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import shared_trace_paths
+from taxbreak.decompose import analyze
+from taxbreak.decompose.analysis import _span
+from taxbreak.decompose.intervals import union_intervals
+from taxbreak.decompose.views import build_views
+from taxbreak.readers import load_trace
+
+CASES = [pytest.param(p, id=p.name, marks=[pytest.mark.slow] if p.stat().st_size > 1_000_000 else [])
+         for p in shared_trace_paths()]
+
+
+@pytest.fixture(scope="module", params=CASES)
+def analysed(request):
+    tables = load_trace(request.param)
+    return analyze(tables), build_views(tables)
+
+
+def _scopes(summary: dict) -> list[dict]:
+    return [summary["all"], *summary["phases"].values(), *summary["steps"]]
+
+
+def test_launch_parts_sum_to_t_launch(analysed):
+    a, _ = analysed
+    k = a.kernels[a.kernels["queue_wait_ns"].notna()]
+    parts = k["t_floor_ns"] + k["queue_wait_ns"] + k["launch_latency_ns"]
+    assert (parts == k["t_launch_ns"].clip(lower=0)).all()
+    assert (k[["t_floor_ns", "queue_wait_ns", "launch_latency_ns"]] >= 0).all().all()
+    linked = (a.kernels["kind"] == "kernel") & a.kernels["launch_start_ns"].notna()
+    assert a.kernels["queue_wait_ns"].notna().sum() == linked.sum()
+
+
+def test_idle_pieces_cover_device_idle_exactly(analysed):
+    a, views = analysed
+    lo, hi = _span(views)
+    idle = a.idle
+    for device in np.unique(views.device.device):
+        on = views.device.device == device
+        start, end = union_intervals(views.device.start_ns[on], views.device.end_ns[on])
+        pieces = idle[idle["device"] == device].sort_values("start_ns")
+        s, e = pieces["start_ns"].to_numpy(np.int64), pieces["end_ns"].to_numpy(np.int64)
+        assert (s >= lo).all() and (e <= hi).all() and (e > s).all()
+        assert (s[1:] >= e[:-1]).all()  # disjoint
+        assert int((e - s).sum()) == (hi - lo) - int((end - start).sum())
+    if not len(views.device.start_ns):
+        assert len(idle) == 0
+
+
+def test_scope_sums_conserve(analysed):
+    a, views = analysed
+    for scope in _scopes(a.summary):
+        if scope["device_idle_us"] is None:
+            assert not len(views.device.start_ns)
+            continue
+        assert round(sum(scope["idle_by_cause_us"].values()), 3) == scope["device_idle_us"]
+        assert round(sum(d["idle_us"] for d in scope["devices"].values()), 3) == scope["device_idle_us"]
+        for dev in scope["devices"].values():
+            assert round(dev["busy_us"] + dev["idle_us"], 3) == (scope["wall_us"] or 0.0)
+            assert dev["busy_us"] >= 0
+    total = sum(s["wall_us"] or 0 for s in a.summary["steps"])
+    assert round(total, 3) == a.summary["all"]["wall_us"]
+
+
+def test_waits_stay_inside_their_time(analysed):
+    """Per device, the union of queue waits and every stream's launch latency lie inside
+    [first launch, last kernel end]; a stream's latency pieces never overlap."""
+    a, _ = analysed
+    k = a.kernels[a.kernels["queue_wait_ns"].notna()]
+    for _, dev in k.groupby("device"):
+        extent = int((dev["start_ns"] + dev["dur_ns"]).max() - dev["launch_start_ns"].min())
+        q0 = dev["queue_start_ns"].dropna().to_numpy(np.int64)
+        waits = dev.loc[dev["queue_start_ns"].notna(), "queue_wait_ns"].to_numpy(np.int64)
+        u0, u1 = union_intervals(q0, q0 + waits)
+        assert int((u1 - u0).sum()) <= extent
+        for _, stream in dev[dev["first_of_launch"]].groupby("stream"):
+            lat = stream.sort_values("start_ns")
+            s = lat["start_ns"].to_numpy(np.int64)
+            begin = s - lat["launch_latency_ns"].to_numpy(np.int64)
+            assert (begin[1:] >= s[:-1]).all() or (lat["launch_latency_ns"] == 0).all() or _overlapping(lat)
+            assert int(lat["launch_latency_ns"].sum()) <= extent
+
+
+def _overlapping(kernels: pd.DataFrame) -> bool:
+    """Kernels of one stream that overlap in the trace itself (clock skew) void the disjointness."""
+    s = kernels["start_ns"].to_numpy(np.int64)
+    e = s + kernels["dur_ns"].to_numpy(np.int64)
+    return bool((s[1:] < np.maximum.accumulate(e)[:-1]).any())
+
+
+def test_hdbi_null_exactly_where_a_component_is_unmeasured(analysed):
+    a, _ = analysed
+    for scope in _scopes(a.summary):
+        unmeasured = (scope["framework_us"] is None or scope["library_us"] is None
+                      or scope["kernels"] - scope["orphan_kernels"] == 0)
+        assert (scope["hdbi"] is None) == (unmeasured or scope["device_active_us"] == 0 and not scope["orchestration_us"])
+        assert (scope["hdbi_reason"] is None) == (scope["hdbi"] is not None)
+        if scope["t_dispatch_base_us"] is None:
+            assert scope["library_us"] is None
+        if scope["hdbi"] is not None:
+            active, orch = scope["device_active_us"], scope["orchestration_us"]
+            assert scope["hdbi"] == round(active / (active + orch), 6)
