@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 from ..trace.diagnostics import Diagnostics
 from .classify import CLASS_NAMES, kernel_class, name_is_library
 from .floor import Floor
-from .launch_split import pack_group, previous_end, split_launch
+from .launch_split import previous_end, split_launch
 from .link import NONE, Links
 from .views import LINKABLE_API_KINDS, Views
 
@@ -191,20 +191,17 @@ def build_kernels(views: Views, links: Links, floor: Floor, diags: Diagnostics) 
     df.attrs["t_dispatch_base_ns"] = base
     is_graph = _take(api.kind_is("graph_launch"), a, False).astype(bool)
     _add_components(df, base, floor, is_graph)
-    _add_launch_split(df, dev, is_graph, floor, diags)
+    _add_launch_split(df, dev, floor, diags)
     return df
 
 
-def _add_launch_split(df: pd.DataFrame, dev, is_graph: np.ndarray, floor: Floor, diags: Diagnostics) -> None:
+def _add_launch_split(df: pd.DataFrame, dev, floor: Floor, diags: Diagnostics) -> None:
     """Per-kernel ``t_floor_ns``, ``queue_wait_ns``, ``launch_latency_ns`` (they sum to T_launch)."""
     linked = ((df["kind"] == "kernel") & df["launch_start_ns"].notna()).to_numpy(bool)
     carrier = linked & df["first_of_launch"].to_numpy(bool)
-    stream_prev = previous_end(pack_group(dev.device, dev.stream), dev.start_ns, dev.end_ns)
     launch_start = df["launch_start_ns"].to_numpy(np.int64, na_value=0)
-    issued = np.where(df["launch_start_ns"].notna().to_numpy(bool), launch_start, dev.start_ns)
-    device_prev = previous_end(np.asarray(dev.device, np.int64), issued, dev.end_ns, dev.start_ns)
-    split = split_launch(dev.start_ns, launch_start, linked, carrier, is_graph, stream_prev, device_prev,
-                         floor.floor_ns)
+    device_prev = previous_end(np.asarray(dev.device, np.int64), dev.start_ns, dev.end_ns)
+    split = split_launch(dev.start_ns, launch_start, linked, carrier, device_prev, floor.floor_ns)
     valid = split.queue_wait_ns >= 0
     df["t_floor_ns"] = _na(split.t_floor_ns, valid)
     df["queue_wait_ns"] = _na(split.queue_wait_ns, valid)

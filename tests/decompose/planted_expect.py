@@ -27,12 +27,21 @@ def expected_components(truth: pd.DataFrame, floor_ns: int) -> pd.DataFrame:
         t["ct_ns"] = np.where(t["is_library"], np.maximum(t["t_dispatch_ns"] - base, 0), 0)
     t["ft_ns"] = t["ft_python_ns"] + t["ft_dispatch_ns"]
     t["kt_floor_ns"] = floor_ns
-    # T_launch = t_floor + queue_wait + launch_latency: the stream was free stream_free_ns after the call began
+    # T_launch = t_floor + queue_wait + launch_latency; latency only where the kernel ends an idle gap
     t_launch = t["t_launch_ns"]
     t["t_floor_ns"] = np.minimum(floor_ns, t_launch)
-    waited_until = np.clip(t["stream_free_ns"], t["t_floor_ns"], t_launch)
-    t["queue_wait_ns"] = waited_until - t["t_floor_ns"]
-    t["launch_latency_ns"] = t_launch - waited_until
+    busy = _merge(list(zip(t["start_ns"], t["start_ns"] + t["dur_ns"])))
+    gap_start = {s: (busy[i - 1][1] if i else None) for i, (s, _) in enumerate(busy)}
+    latency = []
+    for start, launch, tf, seen in zip(t["start_ns"], t["launch_start_ns"], t["t_floor_ns"],
+                                       t["start_ns"].duplicated()):
+        if start not in gap_start or seen:  # started while the device was busy, or not first at that instant
+            latency.append(0)
+            continue
+        g0 = gap_start[start]
+        latency.append(max(0, start - max(launch + tf, g0 if g0 is not None else launch + tf)))
+    t["launch_latency_ns"] = latency
+    t["queue_wait_ns"] = t_launch - t["t_floor_ns"] - t["launch_latency_ns"]
     graph = t["graph_node"] >= 0
     t["kt_graph_ns"] = np.where(graph, np.maximum(t["launch_dur_ns"] - floor_ns, 0), 0)
     rest = ~carrier  # a graph's later nodes: no host cost of their own, all of T_launch queued
@@ -95,6 +104,10 @@ def expected_idle(planted, window: tuple[int, int]) -> dict:
         issued = min(max(launch_of[g1], g0), g1)
         pieces += _host_labels(timeline, g0, issued) + [(issued, g1, "launch_api")]
     return _by_step(pieces, planted.steps)
+
+
+def _overlap(merged: list, start: int, end: int) -> int:
+    return sum(max(0, min(e, end) - max(s, start)) for s, e in merged)
 
 
 def _merge(intervals: list) -> list:
