@@ -5,13 +5,16 @@ The rules follow the diagnostic guidance published with TaxBreak (arXiv
 layer to work on — framework translation (ΔFT) and CUDA-library translation
 (ΔCT) point at the software stack (e.g. ``torch.compile``), the launch floor
 N·T_sys at the kernel count (fusion, CUDA Graphs), a large launch residual at
-the driver/runtime path or queueing. No HDBI threshold is used: the paper
-defines none. Whether fixing it pays is read from the exposed/hidden split of
-the host partition: only orchestration the device waited for costs latency.
+the driver/runtime path. No HDBI threshold is used: the paper defines none.
+Whether fixing it pays is read from the device's idle time by cause
+(``idle_by_cause_us``): only orchestration the device waited for costs
+latency, and queueing behind device work is healthy on a device-bound trace.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from .words import NOT_MEASURED
 
 FT, CT, FLOOR = "framework_us", "library_us", "launch_floor_us"
 
@@ -35,68 +38,92 @@ class Advice:
 
 
 def advise(summary: dict) -> list[Advice]:
-    """Findings for the whole trace (``summary['all']``), most important first."""
+    """Findings for the whole trace (``summary['all']``), most important first.
+
+    One account drives the verdict and the advice: the device's idle time and
+    the host layer that caused each idle ns (``idle_by_cause_us``). Layers are
+    ranked by the idle time they caused (exposed), not by their raw sums.
+    """
     s = summary["all"]
     if s.get("orchestration_us") is None:
         return [Advice("no kernels in the trace: the per-kernel split (ΔFT/ΔCT/ΔKT) and HDBI need a "
                        "CUDA device", "profile on a GPU; on this run compare host time per step and "
                        "ATen ops per token between models or versions")]
-    out = [_dominant(s)]
-    residual = _residual(s)
-    if residual:
-        out.append(residual)
-    exposure = _exposure(s)
-    if exposure:
-        out.append(exposure)
-    sync = _sync(s) if _exposed_share(s) >= 50.0 else None  # waits while device-bound are expected
-    if sync:
-        out.append(sync)
+    out = [_verdict(s)]
+    exposed = _exposed_layer(s)
+    if exposed:
+        out.append(exposed)
+    out.append(_dominant(s))
+    if s.get("hdbi") is None and s.get("hdbi_reason"):
+        out.append(Advice(f"HDBI is not measured: {s['hdbi_reason']}",
+                          "capture with the PyTorch profiler (record_shapes, with_stack) or Nsight with "
+                          "--pytorch=autograd-nvtx so every kernel links to its framework op"))
     return out
 
 
+CAUSE_TARGETS = {
+    "python": (FT, "Python between ops"), "dispatch": (FT, "ATen dispatch"),
+    "library": (CT, "CUDA-library host code"), "launch_api": (FLOOR, "the kernel launch path"),
+    "sync": (None, "synchronize calls"), "other_api": (None, "other runtime API calls"),
+    "untraced": (None, "untraced host time"), "unlinked": (None, "work without a launch call in the trace"),
+}
+ACTIONS = {
+    "sync": "remove device→host syncs from the step (.item(), .cpu(), data-dependent shapes)",
+    "other_api": "look at the runtime calls on the launching thread (allocations, event queries, memcpy)",
+    "untraced": "the launching thread did work no event covers: profile with Python frames (with_stack) "
+                "or add NVTX ranges",
+    "unlinked": "the trace misses the launch calls of some kernels: start the capture earlier",
+}
+
+
+def _idle_share(s: dict) -> float | None:
+    devices = s.get("devices") or {}
+    wall = s.get("wall_us")
+    if not devices or not wall:
+        return None
+    return 100.0 * sum(d["idle_us"] for d in devices.values()) / (wall * len(devices))
+
+
+def _verdict(s: dict) -> Advice:
+    """Device-bound or host-bound, from the device's idle share (HDBI beside it where measured)."""
+    idle = _idle_share(s)
+    hdbi = s.get("hdbi")
+    index = f"HDBI {hdbi:.3f}" if hdbi is not None else f"HDBI {NOT_MEASURED}"
+    if idle is None:
+        return Advice(f"{index}; device idle time {NOT_MEASURED}", "see the components below")
+    queue = s.get("queue_wait_union_us")
+    if idle < 20.0:
+        return Advice(f"device-bound: the GPU was idle {idle:.0f}% of the elapsed time ({index}); kernels "
+                      f"queued behind device work for {queue or 0:,.1f} µs, which is healthy queueing here",
+                      "host-side fixes buy little latency; look at the kernels themselves")
+    pending = (s.get("idle_by_cause_us") or {}).get("nothing_pending") or 0.0
+    host_caused = 100.0 * (1 - pending / s["device_idle_us"]) if s.get("device_idle_us") else 0.0
+    return Advice(f"the GPU was idle {idle:.0f}% of the elapsed time ({index}); the host caused "
+                  f"{host_caused:.0f}% of that idle time (the rest had no work pending)",
+                  "host-side fixes shorten the step where they remove the idle time ranked below")
+
+
+def _exposed_layer(s: dict) -> Advice | None:
+    """The host layer that caused the most device idle time."""
+    causes = {k: v for k, v in (s.get("idle_by_cause_us") or {}).items() if k in CAUSE_TARGETS and v}
+    if not causes or not s.get("device_idle_us"):
+        return None
+    cause = max(causes, key=causes.get)
+    share = 100.0 * causes[cause] / s["device_idle_us"]
+    target, label = CAUSE_TARGETS[cause]
+    action = _TARGETS[target][1] if target else ACTIONS[cause]
+    ranked = ", ".join(f"{k} {v:,.0f} µs" for k, v in sorted(causes.items(), key=lambda kv: -kv[1])[:4])
+    return Advice(f"the device waited longest on {label}: {causes[cause]:,.1f} µs, {share:.0f}% of its idle "
+                  f"time (exposed, by cause: {ranked})", action)
+
+
 def _dominant(s: dict) -> Advice:
-    parts = {key: s.get(key) or 0.0 for key in (FT, CT, FLOOR)}
+    parts = {key: s.get(key) for key in (FT, CT, FLOOR) if s.get(key) is not None}
     total = s["orchestration_us"] or 0.0
+    if not parts:
+        return Advice(f"T_Orchestrate components are {NOT_MEASURED}", "see the diagnostics")
     key = max(parts, key=parts.get)
     share = 100.0 * parts[key] / total if total else 0.0
     label, action = _TARGETS[key]
-    return Advice(f"largest orchestration component: {label}, {share:.0f}% of T_Orchestrate "
+    return Advice(f"largest orchestration component (exposed or not): {label}, {share:.0f}% of T_Orchestrate "
                   f"({parts[key]:,.1f} µs of {total:,.1f} µs)", action)
-
-
-def _residual(s: dict) -> Advice | None:
-    residual, floor = s.get("launch_latency_us"), s.get(FLOOR)
-    if not residual or not floor or residual <= floor:
-        return None
-    return Advice(f"launch path above the floor (ΔKT residual {residual:,.1f} µs) exceeds N·T_sys "
-                  f"({floor:,.1f} µs): kernels wait in the launch queue or the driver path is slow",
-                  "look for queueing behind long kernels and for synchronizing calls; an isolation "
-                  "replay (`taxbreak replay`) separates queueing from launch cost")
-
-
-def _exposed_share(s: dict) -> float:
-    """Percent of host work that ran while the device was idle (0 when unknown)."""
-    exposed, hidden = s.get("exposed_orchestration_us"), s.get("hidden_orchestration_us")
-    if exposed is None or hidden is None or exposed + hidden <= 0:
-        return 0.0
-    return 100.0 * exposed / (exposed + hidden)
-
-
-def _exposure(s: dict) -> Advice | None:
-    if s.get("exposed_orchestration_us") is None or s.get("hidden_orchestration_us") is None:
-        return None
-    share = _exposed_share(s)
-    if share >= 50.0:
-        return Advice(f"{share:.0f}% of host work ran while the device was idle: host overhead is on the "
-                      "critical path", "host-side fixes shorten the step")
-    return Advice(f"only {share:.0f}% of host work ran while the device was idle: most orchestration is "
-                  "hidden behind device work", "host-side fixes buy little latency here; look at the "
-                  "kernels themselves")
-
-
-def _sync(s: dict) -> Advice | None:
-    sync, wall = s.get("host_sync_us"), s.get("host_thread_us")
-    if not sync or not wall or sync < 0.1 * wall:
-        return None
-    return Advice(f"the host spends {100.0 * sync / wall:.0f}% of its wall time waiting in synchronize calls",
-                  "remove device→host syncs from the step (.item(), .cpu(), data-dependent shapes)")

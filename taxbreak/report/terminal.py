@@ -4,7 +4,9 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-NA = "n/a"  # not measured: never shown as 0
+from .words import NOT_MEASURED
+
+NA = NOT_MEASURED  # never shown as 0
 
 PHASE_COLUMNS = [
     ("kernels", "kernels", "{:,}"),
@@ -15,16 +17,19 @@ PHASE_COLUMNS = [
     ("orchestration_us", "T_orch\nµs", "{:,.1f}"),
     ("hdbi", "HDBI", "{:.3f}"),
     ("kernels_per_token", "kernels\n/token", "{:,.1f}"),
-    ("gpu_idle_us", "GPU idle\nµs", "{:,.1f}"),
+    ("queue_wait_union_us", "queue\nwait µs", "{:,.1f}"),
+    ("device_idle_us", "GPU idle\nµs", "{:,.1f}"),
+    ("wall_us", "elapsed\nµs", "{:,.1f}"),
 ]
 
-# Without device activity the GPU columns would all read n/a: show what the
+# Without device activity the GPU columns would all read "not measured": show what the
 # host measured instead (steps, ATen ops per token, the host partition).
 HOST_PHASE_COLUMNS = [
     ("steps", "steps", "{:,}"),
     ("aten_ops", "ATen ops", "{:,}"),
     ("aten_ops_per_token", "ATen ops\n/token", "{:,.1f}"),
-    ("host_thread_us", "host wall\nµs", "{:,.1f}"),
+    ("wall_us", "elapsed\nµs", "{:,.1f}"),
+    ("host_thread_us", "thread\ntime µs", "{:,.1f}"),
     ("host_python_us", "Python\nµs", "{:,.1f}"),
     ("host_dispatch_us", "ATen\nµs", "{:,.1f}"),
 ]
@@ -34,6 +39,7 @@ SHARE_ROWS = [
     ("framework_dispatch_us", "ΔFT ATen dispatch"),
     ("library_us", "ΔCT CUDA library"),
     ("launch_floor_us", "ΔKT floor (N·T_sys)"),
+    ("launch_graph_us", "ΔKT graph-launch calls beyond T_sys"),
 ]
 
 HOST_ROWS = [
@@ -44,7 +50,7 @@ HOST_ROWS = [
 
 
 def fmt(value, pattern: str = "{:,.1f}") -> str:
-    """Format a metric; ``None`` becomes ``n/a``."""
+    """Format a metric; ``None`` becomes ``not measured``."""
     return NA if value is None else pattern.format(value)
 
 
@@ -55,6 +61,7 @@ def render_analysis(analysis, console: Console, top: int = 10) -> None:
     render_phases(summary, console)
     render_shares(summary["all"], console)
     render_host_partition(summary["all"], console)
+    render_idle(summary["all"], console)
     render_top_ops(analysis.ops, console, top)
     render_diagnostics(summary, console)
     render_advice(summary, console)
@@ -67,9 +74,11 @@ def render_header(summary: dict, console: Console) -> None:
     console.print(f"T_sys floor: {fmt(s['floor_us'], '{:.2f}')} µs (source: {s['floor_source']})  ·  "
                   f"T_dispatch_base: {fmt(s['t_dispatch_base_us'], '{:.2f}')} µs  ·  "
                   f"steps: {s['steps']} ({meta['step_scheme']})  ·  tokens: {fmt(s['tokens'], '{:,}')}")
+    if s.get("hdbi") is None and s.get("hdbi_reason"):
+        console.print(f"HDBI: {NA} ({s['hdbi_reason']})")
     if s.get("kernels", 0) == 0 and s.get("device_active_us") is None:
-        console.print("[yellow]no CUDA device in trace:[/yellow] device time, ΔCT, ΔKT and HDBI are unavailable "
-                      "(n/a), not zero. The host partition is measured; on a CPU run the ATen part also "
+        console.print(f"[yellow]no CUDA device in trace:[/yellow] device time, ΔCT, ΔKT and HDBI are {NA}, "
+                      "not zero. The host partition is measured; on a CPU run the ATen part also "
                       "holds the ops' own compute, since there is no device to hand it to.")
 
 
@@ -79,7 +88,7 @@ def has_device(summary: dict) -> bool:
 
 def render_phases(summary: dict, console: Console) -> None:
     columns = PHASE_COLUMNS if has_device(summary) else HOST_PHASE_COLUMNS
-    title = "Per phase (µs; n/a = not measured)" if has_device(summary) else "Per phase, host side (µs)"
+    title = "Per phase (µs)" if has_device(summary) else "Per phase, host side (µs)"
     table = Table(title=title, title_justify="left")
     rows = [("all", summary["all"])] + list(summary["phases"].items())
     cells = [[fmt(metrics.get(key), pattern) for key, _, pattern in columns] for _, metrics in rows]
@@ -95,7 +104,7 @@ def render_phases(summary: dict, console: Console) -> None:
 
 def render_shares(s: dict, console: Console) -> None:
     if s.get("device_active_us") is None and s.get("orchestration_us") is None:
-        console.print("Orchestration components ΔFT/ΔCT/ΔKT: n/a (they are per kernel; the trace has none)")
+        console.print(f"Orchestration components ΔFT/ΔCT/ΔKT: {NA} (they are per kernel; the trace has none)")
         return
     table = Table(title="Orchestration components (whole trace)", title_justify="left")
     table.add_column("component")
@@ -106,14 +115,54 @@ def render_shares(s: dict, console: Console) -> None:
         value = s[key]
         share = None if value is None or not total else 100.0 * value / total
         table.add_row(label, fmt(value), fmt(share, "{:.1f}%"))
-    table.add_row("ΔKT residual (not in HDBI)", fmt(s["launch_latency_us"]), "")
+    table.add_row("ΔKT launch latency, exposed (not in T_orch)", fmt(s["launch_latency_us"]), "")
     table.add_row("CUDA library, measured ranges", fmt(s["library_measured_us"]), "")
-    table.add_row("TKLQT (Σ T_launch)", fmt(s["tklqt_us"]), "")
+    console.print(table)
+    render_queue(s, console)
+
+
+def render_queue(s: dict, console: Console) -> None:
+    """Queue wait is device-side waiting: shown on its own, never added to host time."""
+    if s.get("queue_wait_us") is None:
+        return
+    console.print(f"Queue wait (device side, not host time): kernels were waiting "
+                  f"{fmt(s['queue_wait_union_us'])} µs of elapsed time (union); per kernel median "
+                  f"{fmt(s['queue_wait_median_us'])} µs, p99 {fmt(s['queue_wait_p99_us'])} µs; "
+                  f"Σ over kernels {fmt(s['queue_wait_us'])} µs (overlapping)  ·  TKLQT (Σ T_launch) "
+                  f"{fmt(s['tklqt_us'])} µs")
+
+
+IDLE_ROWS = [("python", "Python"), ("dispatch", "ATen dispatch"), ("library", "CUDA library"),
+             ("launch_api", "launch path (issued, not started)"), ("sync", "synchronize"),
+             ("other_api", "other runtime API"), ("untraced", "untraced host time"),
+             ("unlinked", "next work has no launch call"), ("nothing_pending", "nothing pending")]
+
+
+def render_idle(s: dict, console: Console) -> None:
+    """GPU idle time by the host layer that caused it, per device (exact: parts sum to idle)."""
+    devices = s.get("devices")
+    if not devices:
+        return
+    table = Table(title="GPU idle by cause (what the launching thread was doing)", title_justify="left")
+    table.add_column("cause")
+    for dev in devices:
+        table.add_column(f"device {dev} µs", justify="right")
+        table.add_column("share", justify="right")
+    for key, label in IDLE_ROWS:
+        cells = []
+        for d in devices.values():
+            idle = d["idle_us"]
+            value = d["idle_by_cause_us"][key]
+            cells += [fmt(value), fmt(100.0 * value / idle if idle else None, "{:.1f}%")]
+        table.add_row(label, *cells)
+    table.add_row("[bold]idle[/bold]", *[c for d in devices.values() for c in (fmt(d["idle_us"]), "")])
+    table.add_row("busy", *[c for d in devices.values() for c in (fmt(d["busy_us"]), "")])
+    table.add_row("elapsed", *[c for d in devices.values() for c in (fmt(s["wall_us"]), "")])
     console.print(table)
 
 
 def render_host_partition(s: dict, console: Console) -> None:
-    table = Table(title="Host wall time, exact partition (all threads)", title_justify="left")
+    table = Table(title="Host thread time, exact partition (summed over threads)", title_justify="left")
     table.add_column("part")
     table.add_column("µs", justify="right")
     table.add_column("share", justify="right")
@@ -121,9 +170,11 @@ def render_host_partition(s: dict, console: Console) -> None:
     for key, label in HOST_ROWS:
         share = 100.0 * s[key] / wall if wall else None
         table.add_row(label, fmt(s[key]), fmt(share, "{:.1f}%"))
-    table.add_row("[bold]wall[/bold]", fmt(wall), "")
-    table.add_row("exposed orchestration (device idle)", fmt(s["exposed_orchestration_us"]), "")
-    table.add_row("hidden orchestration (device busy)", fmt(s["hidden_orchestration_us"]), "")
+    table.add_row("[bold]thread time (Σ threads)[/bold]", fmt(wall), "")
+    table.add_row("elapsed wall", fmt(s.get("wall_us")), "")
+    if s.get("exposed_orchestration_us") is not None:  # only beside a device
+        table.add_row("host work while the device was idle (Σ threads)", fmt(s["exposed_orchestration_us"]), "")
+        table.add_row("host work while the device was busy (Σ threads)", fmt(s["hidden_orchestration_us"]), "")
     console.print(table)
 
 
@@ -170,7 +221,11 @@ def _num(value):
 
 def render_diagnostics(summary: dict, console: Console) -> None:
     s = summary["all"]
-    console.print(f"orphan kernels: {s['orphan_kernels']:,}  ·  orphan launches: {s['orphan_launches']:,}")
+    console.print(f"orphan kernels: {s['orphan_kernels']:,} ({fmt(s.get('orphan_device_us'))} µs of device time, "
+                  f"not in HDBI)  ·  orphan memcpy/memset: {s.get('orphan_copies', 0):,}  ·  orphan launches: "
+                  f"{s['orphan_launches']:,}  ·  memcpy/memset calls without a device record: "
+                  f"{s.get('orphan_copy_calls', 0):,}  ·  full chain linked: "
+                  f"{fmt(None if s.get('chain_coverage') is None else 100 * s['chain_coverage'], '{:.1f}%')} of kernels")
     diags = summary["diagnostics"]
     if not diags:
         return

@@ -1,0 +1,3 @@
+"""The words every human-readable output shares."""
+
+NOT_MEASURED = "not measured"  # a value the trace cannot give: never shown as 0
