@@ -43,7 +43,7 @@ class Analysis:
     host_partition: pd.DataFrame
     summary: dict
     tables: TraceTables = field(repr=False)
-    idle: pd.DataFrame = field(default=None, repr=False)  # GPU idle pieces by cause (decompose/idle.py)
+    idle: pd.DataFrame = field(repr=False)  # GPU idle pieces by cause (decompose/idle.py)
 
     def to_parquet(self, out_dir: str | Path) -> list[Path]:
         """Write ``kernels``/``steps``/``phases``/``ops``/``host_partition`` Parquet and ``summary.json``."""

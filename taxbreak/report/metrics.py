@@ -23,7 +23,12 @@ METRIC_KEYS: tuple[str, ...] = (
     "host_python_us", "host_dispatch_us", "host_library_us", "host_launch_api_us",
     "host_sync_us", "host_other_api_us", "host_untraced_us", "host_thread_us",
     "exposed_orchestration_us", "hidden_orchestration_us", "steps", "aten_ops", "aten_ops_per_token",
+    "orphan_copies", "orphan_copy_calls", "chain_coverage", "orphan_device_us", "queue_wait_us",
+    "queue_wait_median_us", "queue_wait_p99_us", "queue_wait_union_us", "launch_graph_us", "hdbi_reason",
+    "wall_us", "device_idle_us",
 )
+# keys whose value is a dict (per cause, per device): shown by the reports, not limited by budgets
+NESTED_KEYS: tuple[str, ...] = ("idle_by_cause_us", "devices")
 
 # The five orchestration components of TaxBreak, in stacking order:
 # T_Orchestrate = ΣΔFT (python + dispatch) + ΣΔCT + N·T_sys (+ the launch
@@ -33,14 +38,14 @@ COMPONENTS: tuple[tuple[str, str], ...] = (
     ("framework_dispatch_us", "framework dispatch (ΔFT disp)"),
     ("library_us", "CUDA library (ΔCT)"),
     ("launch_floor_us", "launch floor (ΔKT = N·T_sys)"),
-    ("launch_latency_us", "launch residual (above floor)"),
+    ("launch_latency_us", "launch latency (exposed, above floor)"),
 )
 
 # Host-side cost metrics: an increase is a regression. This is the set that
 # the budget file's `[regression] max_pct` applies to (docs/ci.md).
 ORCHESTRATION_METRICS: tuple[str, ...] = (
     "orchestration_us", "framework_us", "framework_python_us", "framework_dispatch_us",
-    "library_us", "launch_floor_us", "launch_latency_us", "exposed_orchestration_us",
+    "library_us", "launch_floor_us", "launch_latency_us", "launch_graph_us", "exposed_orchestration_us",
     "orchestration_us_per_token", "framework_us_per_token", "kernels_per_token",
 )
 
@@ -56,7 +61,10 @@ WORSE_DIRECTION: dict[str, int] = {
     "host_launch_api_us": +1, "host_sync_us": +1, "host_other_api_us": +1,
     "host_untraced_us": +1, "host_thread_us": +1, "hidden_orchestration_us": +1,
     "aten_ops": +1, "aten_ops_per_token": +1,
-    "hdbi": -1,
+    "orphan_copies": +1, "orphan_copy_calls": +1, "orphan_device_us": +1, "queue_wait_us": +1,
+    "queue_wait_median_us": +1, "queue_wait_p99_us": +1, "queue_wait_union_us": +1, "wall_us": +1,
+    "device_idle_us": +1,
+    "hdbi": -1, "chain_coverage": -1,
 }
 
 PHASES: tuple[str, ...] = ("prefill", "decode", "mixed", "unknown")
