@@ -21,7 +21,7 @@ COMPONENT_COLS = ["t_py_ns", "t_dispatch_ns", "t_launch_ns", "ft_ns", "ft_python
                   "kt_floor_ns", "kt_residual_ns", "dur_ns"]
 
 
-def test_shared_traces_present():
+def test_shared_traces_present(shared_traces):
     assert len(PATHS) >= 15, "expected the real traces of ../shared/traces"
 
 
@@ -72,7 +72,7 @@ def _assert_orphans_counted(a):
     assert s["orphan_kernels"] == int(a.kernels["launch_start_ns"].isna().sum())
 
 
-def test_cpu_only_trace_reports_no_device():
+def test_cpu_only_trace_reports_no_device(shared_traces):
     path = next(p for p in PATHS if "cpu_only" in str(p))
     a = analyze(path)
     s = a.summary["all"]
