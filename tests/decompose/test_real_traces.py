@@ -21,7 +21,7 @@ COMPONENT_COLS = ["t_py_ns", "t_dispatch_ns", "t_launch_ns", "ft_ns", "ft_python
                   "kt_floor_ns", "launch_latency_ns", "dur_ns"]
 
 
-def test_shared_traces_present():
+def test_shared_traces_present(shared_traces):
     assert len(PATHS) >= 15, "expected the real traces of ../shared/traces"
 
 
@@ -77,7 +77,7 @@ def _assert_orphans_counted(a):
     assert s["orphan_copy_calls"] == diags.get("link.orphan_copy_call", {}).get("count", 0)
 
 
-def test_cpu_only_trace_reports_no_device():
+def test_cpu_only_trace_reports_no_device(shared_traces):
     path = next(p for p in PATHS if "cpu_only" in str(p))
     a = analyze(path)
     s = a.summary["all"]

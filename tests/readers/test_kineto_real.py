@@ -55,7 +55,7 @@ def _expected_counts(events: list[dict]) -> Counter:
     return counts
 
 
-def test_every_real_kineto_trace_is_listed():
+def test_every_real_kineto_trace_is_listed(shared_traces):
     assert len(KINETO_TRACES) >= 17
 
 
