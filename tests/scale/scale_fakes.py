@@ -60,7 +60,9 @@ def fake_analyze(path, options) -> FakeAnalysis:
     steps = kernels.groupby(["step", "phase"], as_index=False).agg(device_active_us=("dur_us", "sum"),
                                                                      kernels=("name", "size"))
     summary = {"all": _metrics(kernels, orch, data["tokens"]), "phases": by_phase, "steps": [], "meta": {}}
-    tables = TraceTables(meta=TraceMeta(source_format="fake", path=str(path), rank=data["rank"]))
+    # a rank with a world size: the traces of one folder are ranks of one run (taxbreak.scale.task)
+    extra = {"distributedInfo": {"rank": data["rank"], "world_size": 8}} if data["rank"] is not None else {}
+    tables = TraceTables(meta=TraceMeta(source_format="fake", path=str(path), rank=data["rank"], extra=extra))
     return FakeAnalysis(summary, tables, kernels, steps)
 
 
