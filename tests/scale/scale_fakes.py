@@ -75,3 +75,21 @@ def die_analyze(path, options):
     import os
 
     os._exit(9)
+
+
+def slow_fake_analyze(path, options):
+    """fake_analyze after a pause: long enough for a test to kill the worker mid-run."""
+    import time
+
+    time.sleep(0.4)
+    return fake_analyze(path, options)
+
+
+def crash_on_name_analyze(path, options):
+    """The worker process dies on a trace whose name holds "crash" (a crash in native code);
+    every other trace is analyzed as by fake_analyze."""
+    import os
+
+    if "crash" in Path(path).name:
+        os._exit(11)
+    return fake_analyze(path, options)
