@@ -10,7 +10,7 @@ from .status import working
 
 
 @click.command("analyze")
-@click.argument("trace", type=click.Path(path_type=str))
+@click.argument("traces", nargs=-1, required=True, type=click.Path(path_type=str))
 @click.option("--floor-us", type=click.FloatRange(min=0.0, min_open=True), default=None,
               help="T_sys launch floor in µs (default: cached measurement, else published value).")
 @click.option("--step-pattern", default=None, help="Regex naming step ranges; named group 'phase' optional.")
@@ -24,13 +24,15 @@ from .status import working
                    "not cached; give --tokens for per-token figures).")
 @folder_options
 @handle_errors
-def analyze(trace: str, floor_us, step_pattern, tokens, as_json: bool, out_dir, top: int, allow_truncated: bool,
+def analyze(traces: tuple[str, ...], floor_us, step_pattern, tokens, as_json: bool, out_dir, top: int, allow_truncated: bool,
             **scale_opts) -> None:
     """Split host time into ΔFT / ΔCT / ΔKT and compute HDBI per phase for TRACE (file or RUN_DIR).
 
-    TRACE may also be a folder of traces (one per rank or run): they are analyzed in parallel
-    and shown per rank and combined (docs/scale.md)."""
-    if dispatch_folder(trace, scale_opts, out_dir=out_dir, as_json=as_json, floor_us=floor_us,
+    TRACE may also be a folder of traces (one per rank or run, run folders searched), several
+    traces or folders, or fsspec URLs: they are analyzed in parallel (--engine local|dask) and
+    shown per rank and combined (docs/scale.md)."""
+    trace = traces[0]
+    if dispatch_folder(traces, scale_opts, out_dir=out_dir, as_json=as_json, floor_us=floor_us,
                        step_pattern=step_pattern, tokens=tokens):
         return
     from ..scale.analysis_cache import cached_analyze

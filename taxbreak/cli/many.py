@@ -17,8 +17,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from ..scale.discover import find_traces, is_trace_folder
-from ..trace.errors import UsageError
+from ..scale.discover import _is_trace_name, discover, is_run_dir, is_trace_folder
+from ..trace.errors import TaxbreakError, UsageError
 
 _COLUMNS = (("kernels", "kernels", "{:,}"), ("device_active_us", "device µs", "{:,.1f}"),
             ("orchestration_us", "orchestration µs", "{:,.1f}"), ("hdbi", "HDBI", "{:.3f}"))
@@ -34,6 +34,14 @@ def folder_options(fn):
                            "Parquet dataset OUT/<table>/run=<id>/rank=<r>/phase=<p>/.")(fn)
     fn = click.option("--on-error", type=click.Choice(["fail", "skip"]), default="fail", show_default=True,
                       help="A bad trace among many: fail (exit 1 naming it) or skip (report and go on).")(fn)
+    fn = click.option("--scheduler-file", type=click.Path(dir_okay=False, path_type=str),
+                      help="--engine dask: the scheduler file of a running Dask cluster.")(fn)
+    fn = click.option("--scheduler", metavar="ADDRESS",
+                      help="--engine dask: a running scheduler (default $DASK_SCHEDULER_ADDRESS, "
+                           "else a LocalCluster sized to this machine).")(fn)
+    fn = click.option("--engine", type=click.Choice(["local", "dask"]), default="local", show_default=True,
+                      help="Where the traces of a folder are analyzed: a process pool here, or Dask "
+                           "(pip install 'taxbreak[dask]'). With -o, dask writes the partitioned dataset.")(fn)
     fn = click.option("--workers", type=click.IntRange(min=1),
                       help="Parallel processes for a folder (default: by CPUs and available memory).")(fn)
     return fn
@@ -50,16 +58,16 @@ def _fmt(value, pattern: str) -> str:
 
 def _table(result) -> Table:
     table = Table(title="per rank", title_justify="left")
-    for header in ("rank", "trace", *(h for _, h, _ in _COLUMNS)):
+    for header in ("run", "rank", "trace", *(h for _, h, _ in _COLUMNS)):
         table.add_column(header, justify="left" if header == "trace" else "right")
     for row in result.per_rank().to_dict("records"):
         rank = f"{row['rank']}" + ("" if row["rank_source"] == "meta" else " (file order)")
-        table.add_row(rank, Path(row["path"]).name, *(_fmt(row.get(k), p) for k, _, p in _COLUMNS))
+        table.add_row(str(row["run"]), rank, Path(row["path"]).name, *(_fmt(row.get(k), p) for k, _, p in _COLUMNS))
     combined = result.combined
-    table.add_row("all", f"{combined['traces']} traces", *(_fmt(combined["all"].get(k), p) for k, _, p in _COLUMNS),
+    table.add_row("all", "", f"{combined['traces']} traces", *(_fmt(combined["all"].get(k), p) for k, _, p in _COLUMNS),
                   style="bold")
     for phase, metrics in combined["phases"].items():
-        table.add_row(f"all · {phase}", "", *(_fmt(metrics.get(k), p) for k, _, p in _COLUMNS))
+        table.add_row("all", phase, "", *(_fmt(metrics.get(k), p) for k, _, p in _COLUMNS))
     return table
 
 
@@ -74,38 +82,90 @@ def _report_stderr(result, err: Console) -> None:
               f"with {result.workers} worker{'s' if result.workers != 1 else ''}{skipped}", highlight=False)
 
 
-def dispatch_folder(trace: str, scale_opts: dict, *, out_dir: str | None, as_json: bool, floor_us: float | None,
-                    step_pattern: str | None, tokens: int | None) -> bool:
-    """Apply ``--no-cache``; run folder mode when ``trace`` is a folder of traces.
+def _is_url(path: str) -> bool:
+    return "://" in path and not path.startswith("file://")
+
+
+def _is_many(traces: tuple[str, ...], engine: str) -> bool:
+    """Folder mode: several inputs, a URL, the dask engine, or a folder of traces."""
+    if len(traces) > 1 or engine == "dask" or any(_is_url(t) for t in traces):
+        return True
+    return is_trace_folder(traces[0])
+
+
+def collect_inputs(traces: tuple[str, ...]) -> tuple[list[str], dict[str, list[str]]]:
+    """Every trace named by ``traces`` (folders searched, URLs listed) and the entries skipped, by reason."""
+    found: list[str] = []
+    skipped: dict[str, list[str]] = {}
+    for t in traces:
+        if _is_url(t):
+            found += _remote_traces(t)
+        elif Path(t).is_dir() and not is_run_dir(t):
+            d = discover(t)
+            found += [str(p) for p in d.traces]
+            for reason, paths in d.skipped.items():
+                skipped.setdefault(reason, []).extend(paths)
+        else:
+            found.append(t)
+    return found, skipped
+
+
+def _remote_traces(url: str) -> list[str]:
+    from ..scale.fsio import url_to_fs
+
+    fs, path = url_to_fs(url)
+    if not fs.isdir(path):
+        return [url]
+    protocol = url.split("://", 1)[0]
+    names = sorted(p for p in fs.find(path) if _is_trace_name(p.rsplit("/", 1)[-1]))
+    return [f"{protocol}://{p}" for p in names]
+
+
+def dispatch_folder(traces: tuple[str, ...] | str, scale_opts: dict, *, out_dir: str | None, as_json: bool,
+                    floor_us: float | None, step_pattern: str | None, tokens: int | None) -> bool:
+    """Apply ``--no-cache``; run folder mode for many traces (``_is_many``).
 
     Returns:
-        True when the folder was handled (the caller is done), False for a single trace or run directory.
+        True when the traces were handled (the caller is done), False for a single trace or run directory.
     """
+    traces = (traces,) if isinstance(traces, str) else tuple(traces)
     if scale_opts.get("no_cache"):
         # The whole process (and the workers it spawns, which inherit the environment) skips the cache.
         os.environ["TAXBREAK_NO_CACHE"] = "1"
-    if not is_trace_folder(trace):
+    engine = scale_opts.get("engine") or "local"
+    if not _is_many(traces, engine):
         return False
     if tokens is not None:
         raise UsageError("usage.invalid", "--tokens applies to one trace, not to a folder of traces")
-    run_folder(trace, output=out_dir, as_json=as_json, partitioned=scale_opts.get("partitioned", False),
+    run_folder(traces, output=out_dir, as_json=as_json,
+               partitioned=scale_opts.get("partitioned", False) or (engine == "dask" and bool(out_dir)),
                run_id=scale_opts.get("run_id"), workers=scale_opts.get("workers"),
                on_error=scale_opts.get("on_error", "fail"), use_cache=not scale_opts.get("no_cache"),
-               floor_us=floor_us, step_pattern=step_pattern)
+               floor_us=floor_us, step_pattern=step_pattern, engine=engine,
+               scheduler=scale_opts.get("scheduler"), scheduler_file=scale_opts.get("scheduler_file"))
     return True
 
 
-def run_folder(folder: str | Path, *, output: str | None = None, as_json: bool = False, partitioned: bool = False,
+def run_folder(folder, *, output: str | None = None, as_json: bool = False, partitioned: bool = False,
                run_id: str | None = None, workers: int | None = None, on_error: str = "fail",
-               use_cache: bool = True, floor_us: float | None = None, step_pattern: str | None = None) -> None:
-    """Analyze every trace in ``folder``, print per-rank and combined results, optionally export."""
+               use_cache: bool = True, floor_us: float | None = None, step_pattern: str | None = None,
+               engine: str = "local", scheduler: str | None = None, scheduler_file: str | None = None) -> None:
+    """Analyze every trace in ``folder`` (one or several paths/URLs), print per-rank and combined
+    results, optionally export."""
     if partitioned and not output:
         raise UsageError("usage.invalid", "--partitioned needs -o OUT (the dataset folder)")
     from ..scale.many import analyze_many  # pandas and the decomposer: only when a folder is given
 
-    result = analyze_many(find_traces(folder), workers=workers, on_error=on_error, floor_us=floor_us,
+    inputs, skipped = collect_inputs((folder,) if isinstance(folder, (str, Path)) else tuple(folder))
+    if not inputs:
+        raise UsageError("run.no_traces", "no trace to analyze", path=", ".join(map(str, folder if not isinstance(
+            folder, (str, Path)) else [folder])), hint="expected files ending in .json, .json.gz, .sqlite, .nsys-rep")
+    result = analyze_many(inputs, workers=workers, on_error=on_error, floor_us=floor_us,
                           step_pattern=step_pattern, use_cache=use_cache, run_id=run_id,
-                          export_dir=output if partitioned else None)
+                          export_dir=output if partitioned else None, engine=engine,
+                          scheduler=scheduler, scheduler_file=scheduler_file)
+    for reason, paths in skipped.items():
+        result.diagnostics.add("scale.entry_skipped", len(paths), f"{paths[0]}: {reason.replace('_', ' ')}")
     text = json.dumps(result.to_dict(), indent=1, default=_json_scalar) if (as_json or output) else ""
     if output and not partitioned:
         Path(output).mkdir(parents=True, exist_ok=True)
@@ -117,3 +177,6 @@ def run_folder(folder: str | Path, *, output: str | None = None, as_json: bool =
     _report_stderr(result, Console(stderr=True, width=120))
     if partitioned:
         click.echo(f"wrote {len(result.exported)} Parquet files under {output}", err=True)
+    if not any(f.is_ok for f in result.files):
+        raise TaxbreakError("scale.nothing_analyzed", f"none of the {len(result.files)} traces could be analyzed",
+                            hint="see the skipped lines above")

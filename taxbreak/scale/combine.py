@@ -26,6 +26,8 @@ PER_TOKEN_SUFFIX = "_per_token"
 # The same for every trace of one machine/run, or a ratio: not summed.
 CONSTANT_KEYS = frozenset({"floor_us", "floor_source", "t_dispatch_base_us"})
 RATIO_KEYS = frozenset({"hdbi", "kernel_diversity"})
+# ΔFT, ΔCT and the two HDBI terms: unmeasured in one trace, the combined HDBI is unmeasured.
+COMPONENT_KEYS = ("framework_us", "library_us", DEVICE_KEY, ORCH_KEY)
 
 
 def combine_metrics(dicts: list[Mapping]) -> tuple[dict, dict[str, str]]:
@@ -54,6 +56,7 @@ def combine_metrics(dicts: list[Mapping]) -> tuple[dict, dict[str, str]]:
         if reason:
             unmeasured[key] = reason
     _derive_ratios(keys, combined, unmeasured)
+    _null_hdbi_where_a_component_is_unmeasured(dicts, combined, unmeasured)
     return {key: combined.get(key) for key in keys}, unmeasured
 
 
@@ -96,6 +99,22 @@ def _derive_ratios(keys: list[str], combined: dict, unmeasured: dict[str, str]) 
         combined[key] = base / tokens if base is not None and tokens else None
         if combined[key] is None:
             unmeasured[key] = "output-token count or the metric not known for every trace"
+
+
+def _null_hdbi_where_a_component_is_unmeasured(dicts: list[Mapping], combined: dict, unmeasured: dict) -> None:
+    """A trace whose HDBI is null because ΔFT, ΔCT or a time it needs was not measured makes the
+    combined HDBI null: a ratio of sums that leaves out one rank's missing term is not a measurement."""
+    if combined.get("hdbi") is None:
+        return
+    for d in dicts:
+        if "hdbi" in d and d.get("hdbi") is None and (d.get("hdbi_reason") or any(
+                d.get(k, 0) is None for k in COMPONENT_KEYS)):
+            combined["hdbi"] = None
+            reason = d.get("hdbi_reason") or "a component is not measured"
+            unmeasured["hdbi"] = f"HDBI of a trace is not measured ({reason})"
+            if "hdbi_reason" in combined:
+                combined["hdbi_reason"] = unmeasured["hdbi"]
+            return
 
 
 def hdbi(device_active_us: float | None, orchestration_us: float | None) -> float | None:

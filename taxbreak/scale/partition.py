@@ -1,40 +1,42 @@
-"""Hive-partitioned Parquet of the per-kernel and per-step tables, for fleets.
+"""Hive-partitioned Parquet of the per-kernel, per-step and per-phase tables, for fleets.
 
-Layout (one dataset per table, ``run``/``rank``/``phase`` as hive keys)::
+Layout (one dataset per table, ``run``/``rank``/``phase`` as hive keys; one file per input trace)::
 
-    OUT/kernels/run=<id>/rank=<r>/phase=<p>/part-0.parquet
-    OUT/steps/run=<id>/rank=<r>/phase=<p>/part-0.parquet
+    OUT/kernels/run=<id>/rank=<r>/phase=<p>/part-<input id>.parquet
+    OUT/steps/run=<id>/rank=<r>/phase=<p>/part-<input id>.parquet
+    OUT/phases/run=<id>/rank=<r>/phase=<p>/part-<input id>.parquet
 
 DuckDB reads it with ``read_parquet('OUT/kernels/**/*.parquet', hive_partitioning=true)``,
 pyarrow with ``pyarrow.dataset.dataset('OUT/kernels', partitioning='hive')``, Spark and Dask
-with their Parquet readers (docs/scale.md). Writing happens in two moves so that
-parallel workers never race on a rank folder: each worker *stages* its tables
-partitioned by phase in a private folder, and the parent *publishes* them under
-the rank it settled on (renames). Re-exporting a run id replaces that run.
+with their Parquet readers (docs/scale.md). Every file is named after the trace it comes from,
+so two traces of one run reporting the same rank never overwrite each other, and the task that
+analyzes a trace writes its own files: no coordination between tasks. :mod:`.dataset` adds the
+manifest of inputs, resumable reruns and the version check on top.
 """
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
-import pyarrow.parquet as pq
 
-PARTITIONED_TABLES = ("kernels", "steps")
+from .fsio import parquet_bytes, url_to_fs, write_bytes_atomic
+
+PARTITIONED_TABLES = ("kernels", "steps", "phases")
 UNKNOWN_PHASE = "unknown"
-_PART_NAME = "part-{i}.parquet"
+PART_NAME = "part-{part_id}.parquet"
 # Columns that pandas leaves all-None (an unmeasured metric) get Arrow's null
 # type, which would make the files of one dataset disagree. Summary metrics are
 # numbers; only these names hold text.
-_TEXT_COLUMNS = frozenset({"name", "kind", "phase", "floor_source", "kernel_class"})
-_TEXT_SUFFIXES = ("_name", "_source", "_kind")
-_PHASE_SCHEMA = pa.schema([("phase", pa.string())])
+_TEXT_COLUMNS = frozenset({"name", "kind", "phase", "floor_source", "kernel_class", "hdbi_reason"})
+_TEXT_SUFFIXES = ("_name", "_source", "_kind", "_reason")
+PARTITION_SCHEMA = pa.schema([("run", pa.string()), ("rank", pa.int64()), ("phase", pa.string())])
 
 
 def _to_arrow(frame: pd.DataFrame) -> pa.Table:
-    """The frame as Arrow with a ``phase`` column and no null-typed columns."""
+    """The frame as Arrow with a ``phase`` column and no null-typed or dictionary columns."""
     frame = frame.reset_index(drop=True)
     if "phase" not in frame.columns:
         frame = frame.assign(phase=UNKNOWN_PHASE)
@@ -49,77 +51,55 @@ def _to_arrow(frame: pd.DataFrame) -> pa.Table:
     return table
 
 
-def stage_partitions(analysis, stage_dir: str | Path) -> Path:
-    """Write ``analysis.kernels`` and ``analysis.steps`` partitioned by phase under ``stage_dir``.
+def split_by_phase(frame: pd.DataFrame) -> dict[str, pa.Table]:
+    """``{phase: rows of that phase without the phase column}``; an empty frame keeps its schema
+    in one empty table under ``phase=unknown`` (readers then still see the columns)."""
+    table = _to_arrow(frame)
+    phases = table.column("phase")
+    body = table.drop_columns(["phase"])
+    if table.num_rows == 0:
+        return {UNKNOWN_PHASE: body}
+    return {p: body.filter(pc.equal(phases, p)) for p in sorted(pc.unique(phases).to_pylist())}
 
-    Returns:
-        ``stage_dir``, holding ``<table>/phase=<p>/part-0.parquet``.
-    """
-    stage = Path(stage_dir)
+
+def partition_files(analysis, run_id: str, rank: int, part_id: str) -> dict[str, pa.Table]:
+    """The dataset files of one analysis: ``{relative path: table}``."""
+    files = {}
     for name in PARTITIONED_TABLES:
-        table = _to_arrow(getattr(analysis, name))
-        ds.write_dataset(
-            table, stage / name, format="parquet", basename_template=_PART_NAME,
-            partitioning=ds.partitioning(_PHASE_SCHEMA, flavor="hive"),
-            existing_data_behavior="delete_matching",
-        )
-        if table.num_rows == 0:  # write_dataset writes no file: keep the schema in an empty one
-            empty_dir = stage / name / f"phase={UNKNOWN_PHASE}"
-            empty_dir.mkdir(parents=True, exist_ok=True)
-            pq.write_table(table.drop_columns(["phase"]), empty_dir / _PART_NAME.format(i=0))
-    return stage
+        frame = getattr(analysis, name, None)
+        frame = frame if isinstance(frame, pd.DataFrame) else pd.DataFrame()
+        for phase, table in split_by_phase(frame).items():
+            files[f"{name}/run={run_id}/rank={rank}/phase={phase}/{PART_NAME.format(part_id=part_id)}"] = table
+    return files
 
 
-def publish_partitions(stage_dir: str | Path, out_dir: str | Path, run_id: str, rank: int) -> list[Path]:
-    """Move staged files to ``OUT/<table>/run=<run_id>/rank=<rank>/phase=<p>/``.
-
-    When two traces of one run report the same rank, the second one's files
-    are numbered on (``part-1.parquet``) rather than overwriting the first.
-
-    Returns:
-        The published files.
-    """
-    published = []
-    for name in PARTITIONED_TABLES:
-        for part in sorted((Path(stage_dir) / name).glob("phase=*/*.parquet")):
-            dest_dir = Path(out_dir) / name / f"run={run_id}" / f"rank={rank}" / part.parent.name
-            dest_dir.mkdir(parents=True, exist_ok=True)
-            n = len(list(dest_dir.glob("part-*.parquet")))
-            dest = dest_dir / _PART_NAME.format(i=n)
-            shutil.move(str(part), dest)
-            published.append(dest)
-    shutil.rmtree(stage_dir, ignore_errors=True)
-    return published
+def write_files(fs, root: str, files: dict[str, pa.Table]) -> list[str]:
+    """Write each file atomically under ``root``; returns their relative paths."""
+    for rel, table in files.items():
+        write_bytes_atomic(fs, f"{root}/{rel}", parquet_bytes(table))
+    return list(files)
 
 
-def clear_run(out_dir: str | Path, run_id: str) -> None:
-    """Remove a run's partitions from every table of ``out_dir`` (before re-exporting it)."""
-    for name in PARTITIONED_TABLES:
-        shutil.rmtree(Path(out_dir) / name / f"run={run_id}", ignore_errors=True)
-
-
-def write_partitions(analysis, out_dir: str | Path, run_id: str, rank: int = 0) -> list[Path]:
-    """Export one ``Analysis`` into the partitioned dataset at ``out_dir`` (replacing that run/rank).
+def write_partitions(analysis, out_dir: str, run_id: str, rank: int = 0, part_id: str = "0") -> list[str]:
+    """Export one ``Analysis`` into the partitioned dataset at ``out_dir`` (a path or fsspec URL).
 
     Args:
-        analysis: an ``Analysis`` (``kernels`` and ``steps`` DataFrames are used).
+        analysis: an ``Analysis`` (``kernels``, ``steps`` and ``phases`` DataFrames are used).
         out_dir: the dataset root.
         run_id: the ``run=`` key (letters, digits, ``._-``).
         rank: the ``rank=`` key.
+        part_id: names the files (``part-<part_id>.parquet``); the same id overwrites them.
 
     Returns:
-        The files written.
+        The files written, relative to ``out_dir``.
     """
-    for name in PARTITIONED_TABLES:
-        shutil.rmtree(Path(out_dir) / name / f"run={run_id}" / f"rank={rank}", ignore_errors=True)
-    stage = Path(out_dir) / f".stage-{run_id}-{rank}"
-    stage_partitions(analysis, stage)
-    return publish_partitions(stage, out_dir, run_id, rank)
+    fs, root = url_to_fs(str(out_dir))
+    return write_files(fs, root.rstrip("/"), partition_files(analysis, run_id, rank, part_id))
 
 
 def read_partitioned(out_dir: str | Path, table: str = "kernels") -> pa.Table:
     """The whole ``table`` dataset under ``out_dir`` with ``run``, ``rank`` and ``phase`` columns."""
-    schema = pa.schema([("run", pa.string()), ("rank", pa.int64()), ("phase", pa.string())])
-    dataset = ds.dataset(Path(out_dir) / table, format="parquet",
-                         partitioning=ds.partitioning(schema, flavor="hive"))
+    fs, root = url_to_fs(str(out_dir))
+    dataset = ds.dataset(f"{root.rstrip('/')}/{table}", filesystem=fs, format="parquet",
+                         partitioning=ds.partitioning(PARTITION_SCHEMA, flavor="hive"))
     return dataset.to_table()

@@ -117,7 +117,8 @@ class _Clock:
 
 
 def write_big_kineto(path: str | Path, n_events: int, seed: int = 0, gzip: bool = True,
-                     layers: int = 8, decode_steps: int = 15, rank: int = 0) -> BigTraceStats:
+                     layers: int = 8, decode_steps: int = 15, rank: int = 0,
+                     world_size: int | None = None) -> BigTraceStats:
     """Write a synthetic Kineto trace of about ``n_events`` events.
 
     Args:
@@ -129,6 +130,7 @@ def write_big_kineto(path: str | Path, n_events: int, seed: int = 0, gzip: bool 
         layers: decoder layers per step (5 ops each, plus one input copy).
         decode_steps: decode steps per run after its one prefill step.
         rank: ``distributedInfo.rank`` written in the header.
+        world_size: ``distributedInfo.world_size`` (default ``rank + 1``).
 
     Returns:
         :class:`BigTraceStats` with the exact event count and uncompressed size.
@@ -139,7 +141,7 @@ def write_big_kineto(path: str | Path, n_events: int, seed: int = 0, gzip: bool 
     opener = (lambda p: gzip_module.open(p, "wb", compresslevel=1)) if gzip else (lambda p: open(p, "wb"))
     written, steps, runs, size = 0, 0, 0, 0
     with opener(path) as out:
-        size += _write(out, _header(rank))
+        size += _write(out, _header(rank, world_size))
         written += 3
         while written < n_events:
             run_start = clock.host_ns
@@ -164,11 +166,11 @@ def _write(out, text: str) -> int:
     return len(data)
 
 
-def _header(rank: int) -> str:
+def _header(rank: int, world_size: int | None = None) -> str:
     head = {
         "schemaVersion": 1, "deviceProperties": [H100], "cupti_version": 22, "cuda_runtime_version": 12040,
         "cuda_driver_version": 12090, "record_shapes": 1,
-        "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": max(rank + 1, 1)},
+        "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": world_size or max(rank + 1, 1)},
         "displayTimeUnit": "ms", "baseTimeNanoseconds": BASE_TIME_NS,
     }
     text = json.dumps(head, separators=(",", ":"))[:-1] + ',\n"traceEvents":[\n'

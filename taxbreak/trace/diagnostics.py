@@ -45,6 +45,11 @@ DIAGNOSTIC_CODES: dict[str, tuple[str, str]] = {
     "scale.rank_from_order": (INFO, "trace without rank metadata; rank taken from file order"),
     "scale.duplicate_rank": (WARNING, "two traces in one folder report the same rank"),
     "scale.file_skipped": (DATA_LOSS, "a trace of a folder failed and was skipped (--on-error skip)"),
+    "scale.entry_skipped": (WARNING, "a folder entry with a trace name that is a dangling link, a link loop, "
+                            "a FIFO/socket/device or unreadable: passed over, never opened"),
+    "scale.world_size_mismatch": (WARNING, "traces of one run folder report different distributed world sizes"),
+    "scale.resumed": (INFO, "traces already in the output dataset, read back from its manifest, not analyzed again"),
+    "scale.uncommitted_removed": (INFO, "dataset files of a task that died before its manifest row were removed"),
 }
 
 

@@ -51,6 +51,9 @@ ERROR_CODES: dict[str, str] = {
     "replay.unsupported": "the op cannot be rebuilt from recorded shapes",
     "cache.corrupt": "a cache entry cannot be read",
     "scale.worker_failed": "a worker process analyzing one trace of a folder died or raised an unexpected error",
+    "scale.nothing_analyzed": "every trace of a folder failed: nothing was analyzed",
+    "engine.missing_extra": "the chosen engine or URL protocol needs an optional package that is not installed",
+    "dataset.version_mismatch": "the output dataset was written by another taxbreak version or dataset format",
     # what-if
     "calibration.malformed": "a batching calibration JSON is invalid or misses a parameter",
 }

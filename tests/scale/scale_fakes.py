@@ -60,7 +60,9 @@ def fake_analyze(path, options) -> FakeAnalysis:
     steps = kernels.groupby(["step", "phase"], as_index=False).agg(device_active_us=("dur_us", "sum"),
                                                                      kernels=("name", "size"))
     summary = {"all": _metrics(kernels, orch, data["tokens"]), "phases": by_phase, "steps": [], "meta": {}}
-    tables = TraceTables(meta=TraceMeta(source_format="fake", path=str(path), rank=data["rank"]))
+    # a rank with a world size: the traces of one folder are ranks of one run (taxbreak.scale.task)
+    extra = {"distributedInfo": {"rank": data["rank"], "world_size": 8}} if data["rank"] is not None else {}
+    tables = TraceTables(meta=TraceMeta(source_format="fake", path=str(path), rank=data["rank"], extra=extra))
     return FakeAnalysis(summary, tables, kernels, steps)
 
 
@@ -73,3 +75,21 @@ def die_analyze(path, options):
     import os
 
     os._exit(9)
+
+
+def slow_fake_analyze(path, options):
+    """fake_analyze after a pause: long enough for a test to kill the worker mid-run."""
+    import time
+
+    time.sleep(0.4)
+    return fake_analyze(path, options)
+
+
+def crash_on_name_analyze(path, options):
+    """The worker process dies on a trace whose name holds "crash" (a crash in native code);
+    every other trace is analyzed as by fake_analyze."""
+    import os
+
+    if "crash" in Path(path).name:
+        os._exit(11)
+    return fake_analyze(path, options)

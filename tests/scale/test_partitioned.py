@@ -1,6 +1,8 @@
 """Hive-partitioned export of several runs, queried with DuckDB and pyarrow."""
 from __future__ import annotations
 
+import re
+
 import duckdb
 import pytest
 from scale_fakes import fake_analyze, write_fake_trace
@@ -33,11 +35,14 @@ def dataset(tmp_path):
 
 
 def test_layout_is_hive_partitioned(dataset):
-    files = sorted(p.relative_to(dataset).as_posix() for p in dataset.rglob("*.parquet"))
-    assert "kernels/run=runA/rank=0/phase=decode/part-0.parquet" in files
-    assert "steps/run=runC/rank=1/phase=prefill/part-0.parquet" in files
-    assert len(files) == 2 * 3 * 2 * 2  # tables × runs × ranks × phases
-    assert not list(dataset.glob(".stage-*"))
+    files = sorted(re.sub(r"part-[0-9a-f]+", "part-ID", p.relative_to(dataset).as_posix())
+                   for p in dataset.rglob("*.parquet"))
+    assert "kernels/run=runA/rank=0/phase=decode/part-ID.parquet" in files
+    assert "steps/run=runC/rank=1/phase=prefill/part-ID.parquet" in files
+    assert "manifest/run=runB/rank=1/part-ID.parquet" in files
+    # kernels and steps: tables × runs × ranks × phases; phases: fakes have none (one empty file); manifest
+    assert len(files) == 2 * 3 * 2 * 2 + 3 * 2 + 3 * 2
+    assert not [p for p in dataset.rglob("*") if p.name.endswith(".partial")]
 
 
 def test_duckdb_query_over_runs_returns_exact_aggregates(dataset):
@@ -67,21 +72,26 @@ def test_pyarrow_reads_partition_keys(dataset):
     assert set(table.column("rank").to_pylist()) == {0, 1}
 
 
-def test_reexporting_a_run_replaces_it(dataset, tmp_path):
+def test_rerun_skips_done_inputs_and_replaces_a_changed_one(dataset, tmp_path):
     folder = tmp_path / "runA"
-    (folder / "rank1.json").unlink()
-    analyze_many(find_traces(folder), workers=1, analyze_fn=fake_analyze, export_dir=dataset)
-    ranks = duckdb.sql(f"""
-        SELECT DISTINCT rank FROM read_parquet('{dataset}/kernels/**/*.parquet', hive_partitioning = true)
-        WHERE run = 'runA'""").fetchall()
-    assert ranks == [(0,)]
+    again = analyze_many(find_traces(folder), workers=1, analyze_fn=fake_analyze, export_dir=dataset)
+    assert all(f.resumed for f in again.files) and again.diagnostics.count("scale.resumed") == 2
+    write_fake_trace(folder / "rank1.json", 1, [_k(0, "decode", 100.0, "attn")], orchestration_us=5.0)
+    changed = analyze_many(find_traces(folder), workers=1, analyze_fn=fake_analyze, export_dir=dataset)
+    assert [f.resumed for f in changed.files] == [True, False]
+    rows = duckdb.sql(f"""
+        SELECT rank, count(*), sum(dur_us) FROM read_parquet('{dataset}/kernels/**/*.parquet', hive_partitioning = true)
+        WHERE run = 'runA' GROUP BY rank ORDER BY rank""").fetchall()
+    assert rows == [(0, 5, 23.0), (1, 1, 100.0)]
+    assert changed.combined["all"]["device_active_us"] == 123.0
 
 
 def test_write_partitions_of_one_analysis_and_empty_tables(tmp_path):
     trace = write_fake_trace(tmp_path / "t.json", 0, [], orchestration_us=1.0)
     written = write_partitions(fake_analyze(trace, None), tmp_path / "out", run_id="solo", rank=2)
-    assert sorted(p.relative_to(tmp_path / "out").as_posix() for p in written) == [
+    assert sorted(written) == [
         "kernels/run=solo/rank=2/phase=unknown/part-0.parquet",
+        "phases/run=solo/rank=2/phase=unknown/part-0.parquet",
         "steps/run=solo/rank=2/phase=unknown/part-0.parquet",
     ]
     assert read_partitioned(tmp_path / "out", "kernels").num_rows == 0
@@ -95,4 +105,4 @@ def test_duplicate_ranks_do_not_overwrite_each_other(tmp_path):
     out = tmp_path / "out"
     analyze_many(find_traces(folder), workers=1, analyze_fn=fake_analyze, export_dir=out)
     parts = sorted(p.name for p in (out / "kernels/run=dup/rank=0/phase=decode").iterdir())
-    assert parts == ["part-0.parquet", "part-1.parquet"]
+    assert len(parts) == 2 and all(re.fullmatch(r"part-[0-9a-f]+\.parquet", p) for p in parts)

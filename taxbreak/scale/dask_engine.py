@@ -1,0 +1,82 @@
+"""The Dask engine (``--engine dask``): one task per trace on a ``distributed`` cluster.
+
+The cluster is, in this order: ``--scheduler-file FILE``, ``--scheduler ADDRESS``,
+``$DASK_SCHEDULER_ADDRESS``, else a ``distributed.LocalCluster`` sized like the local engine
+(one single-threaded worker process per planned worker). This follows Nsight Systems' recipes
+(``--mode dask-futures``). Tasks run :func:`taxbreak.scale.task.run_task`, exactly as the
+local engine does, and return only the small :class:`FileResult`; the partitions are written
+by the workers, where the output URL says.
+
+A worker that dies is Dask's to handle: the tasks it held are run again elsewhere, and a task
+that takes down ``distributed.scheduler.allowed-failures`` + 1 workers (default 3 + 1) fails
+with ``KilledWorker``; only that trace is reported (``scale.worker_failed``).
+"""
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from typing import Callable
+
+from ..readers.kineto_parallel import ENV_WORKERS
+from ..trace.errors import ToolMissingError
+from .local_engine import died
+from .task import FileResult, ManyOptions, TaskSpec, run_task
+
+ENV_SCHEDULER = "DASK_SCHEDULER_ADDRESS"
+EXTRA_HINT = "pip install 'taxbreak[dask]'"
+
+
+def _distributed():
+    try:
+        import distributed
+    except ImportError as err:
+        raise ToolMissingError("engine.missing_extra", f"--engine dask needs dask[distributed] ({err})",
+                               hint=EXTRA_HINT) from err
+    return distributed
+
+
+@contextmanager
+def dask_client(scheduler: str | None = None, scheduler_file: str | None = None, n_workers: int = 1):
+    """A connected ``distributed.Client`` (and the LocalCluster it started, closed afterwards)."""
+    distributed = _distributed()
+    address = scheduler or os.environ.get(ENV_SCHEDULER)
+    if scheduler_file or address:
+        client = distributed.Client(scheduler_file=scheduler_file) if scheduler_file else distributed.Client(address)
+        try:
+            yield client
+        finally:
+            client.close()
+        return
+    # Workers already use the cores: none forks a parse helper (spawned workers inherit this).
+    os.environ.setdefault(ENV_WORKERS, "0")
+    with distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        yield client
+
+
+def run_dask(client, specs: list[TaskSpec], options: ManyOptions,
+             on_result: Callable[[FileResult], None]) -> list[FileResult]:
+    """Results of every task, in completion order; ``on_result`` sees each as it arrives
+    (and raises to stop: the remaining tasks are cancelled)."""
+    distributed = _distributed()
+    futures = {client.submit(run_task, spec, options, key=f"taxbreak-{spec.input_id or spec.index}-{spec.index}",
+                             pure=False): spec for spec in specs}
+    results: list[FileResult] = []
+    try:
+        for fut in distributed.as_completed(list(futures)):
+            results.append(_result(fut, futures[fut], distributed))
+            on_result(results[-1])
+    except BaseException:
+        client.cancel(list(futures))
+        raise
+    return results
+
+
+def _result(fut, spec: TaskSpec, distributed) -> FileResult:
+    try:
+        return fut.result()
+    except distributed.KilledWorker as err:
+        return died(spec, f"worker process died running this trace ({err})",
+                    "the trace took down every worker that tried it; lower the workers' load or free memory")
+    except Exception as err:  # noqa: BLE001 - a task that could not run (unpicklable result, cancelled)
+        return died(spec, f"{type(err).__name__}: {err}", "rerun this file alone with --engine local")

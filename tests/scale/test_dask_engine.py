@@ -1,0 +1,180 @@
+"""--engine dask on a real distributed.LocalCluster (two worker processes): the same dataset and
+combined summary as --engine local, a worker killed mid-run, bad files under skip and fail."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import threading
+
+import pyarrow.compute as pc
+import pytest
+from scale_fakes import fake_analyze, slow_fake_analyze, write_fake_trace
+
+from taxbreak.scale import analyze_many, find_traces, read_partitioned
+from taxbreak.scale.dataset import open_dataset
+from taxbreak.synth.bigtrace import write_big_kineto
+from taxbreak.trace.errors import TaxbreakError
+
+distributed = pytest.importorskip("distributed")
+
+SHARED = ["HolisticTraceAnalysis/tests/data/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz",
+          "HolisticTraceAnalysis/tests/data/nccl_parser_config/nccl_data.json.gz",
+          "HolisticTraceAnalysis/tests/data/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",
+          "HolisticTraceAnalysis/tests/data/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz",
+          "nsys-ai/tests/fixtures/mock.sqlite"]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory, shared_traces):
+    root = tmp_path_factory.mktemp("fleet")
+    job = root / "job"  # generated ranks of one run
+    job.mkdir()
+    for rank in (0, 1):
+        write_big_kineto(job / f"rank{rank}.json.gz", 3000, seed=rank, rank=rank, world_size=2)
+    real = root / "real"  # unrelated real traces: runs of their own
+    real.mkdir()
+    for rel in SHARED:
+        shutil.copy(shared_traces / rel, real / rel.rsplit("/", 1)[-1])
+    return root
+
+
+def _tables(out) -> dict:
+    """Every table of the dataset, rows sorted, as Python lists (exact comparison)."""
+    tables = {}
+    for name in ("kernels", "steps", "phases", "manifest"):
+        table = read_partitioned(out, name) if name != "manifest" else _manifest(out)
+        keys = [c for c in ("run", "rank", "phase", "input", "step", "start_ns", "correlation", "name")
+                if c in table.column_names]
+        order = pc.sort_indices(table, sort_keys=[(k, "ascending") for k in keys])
+        tables[name] = table.take(order).to_pylist()
+    return tables
+
+
+def _manifest(out):
+    import pyarrow.dataset as ds
+
+    from taxbreak.scale.dataset import MANIFEST_PARTITIONS
+
+    return ds.dataset(out / "manifest", format="parquet",
+                      partitioning=ds.partitioning(MANIFEST_PARTITIONS, flavor="hive")).to_table()
+
+
+def _comparable(result) -> dict:
+    data = result.to_dict()
+    data.pop("engine"), data.pop("workers")
+    return data
+
+
+def test_dask_equals_local_exactly(cluster, fleet, tmp_path):
+    inputs = find_traces(fleet)
+    local = analyze_many(inputs, workers=2, on_error="skip", use_cache=False, export_dir=tmp_path / "local")
+    dask = analyze_many(inputs, on_error="skip", use_cache=False, export_dir=tmp_path / "dask",
+                        engine="dask", scheduler=cluster.scheduler_address)
+    assert len(local.failed) == 0 and len(local.files) == 7
+    assert _comparable(dask) == _comparable(local)
+    assert _tables(tmp_path / "dask") == _tables(tmp_path / "local")
+    # the generated ranks 0 and 1 (world size 2) are one run; the real traces without a world size
+    # above 1 are runs of their own; the two distributed ones (world sizes 2 and 300) share their
+    # folder's run and are flagged as not belonging together
+    assert local.runs["job"]["traces"] == 2
+    assert sorted(r for r in local.runs if r.startswith("real.")) == [
+        "real.benchmark_result_2869224_1695835535_trace", "real.mock", "real.rank-0.Apr_03_18_51_38.1102"]
+    assert local.runs["real"]["traces"] == 2 and local.diagnostics.count("scale.world_size_mismatch") == 1
+
+
+def test_a_worker_killed_mid_run_leaves_no_partial_partition(cluster, tmp_path):
+    folder = tmp_path / "ranks"
+    folder.mkdir()
+    for rank in range(8):
+        write_fake_trace(folder / f"r{rank}.json", rank, [{"name": "k", "phase": "decode", "step": 0,
+                                                           "dur_us": 1.0 + rank}], orchestration_us=2.0)
+    client = distributed.Client(cluster)
+    pids = list(client.run(os.getpid).values())
+    killer = threading.Timer(0.9, os.kill, (pids[0], signal.SIGKILL))
+    killer.start()
+    out = tmp_path / "out"
+    result = analyze_many(find_traces(folder), on_error="skip", analyze_fn=slow_fake_analyze, export_dir=out,
+                          engine="dask", scheduler=cluster.scheduler_address)
+    killer.join()
+    client.close()
+    assert not result.failed  # the killed worker's task ran again on the other one
+    assert not [p for p in out.rglob("*") if p.name.endswith(".partial")]
+    reference = analyze_many(find_traces(folder), workers=1, analyze_fn=fake_analyze, export_dir=tmp_path / "ref")
+    assert _tables(out) == _tables(tmp_path / "ref")
+    assert _comparable(result) == _comparable(reference)
+
+
+def test_a_task_dying_between_its_files_is_swept_and_the_rerun_completes(tmp_path, monkeypatch):
+    folder = tmp_path / "ranks"
+    folder.mkdir()
+    for rank in range(3):
+        write_fake_trace(folder / f"r{rank}.json", rank, [{"name": "k", "phase": "decode", "step": 0,
+                                                           "dur_us": 1.0}], orchestration_us=2.0)
+    from taxbreak.scale import dataset as dataset_mod
+
+    real_commit = dataset_mod.commit_task
+
+    def die_before_the_manifest_row(dataset, analysis, row):
+        from taxbreak.scale.partition import partition_files, write_files
+
+        write_files(dataset.fs, dataset.root, partition_files(analysis, row["run"], row["rank"], row["input_id"]))
+        raise OSError("killed")  # the data files are written, the commit is not
+
+    monkeypatch.setattr(dataset_mod, "commit_task", die_before_the_manifest_row)
+    out = tmp_path / "out"
+    first = analyze_many(find_traces(folder), workers=1, on_error="skip", analyze_fn=fake_analyze, export_dir=out)
+    assert len(first.failed) == 3
+    assert not list(out.rglob("part-*.parquet"))  # swept at the end of the run: no partial partition
+    monkeypatch.setattr(dataset_mod, "commit_task", real_commit)
+    second = analyze_many(find_traces(folder), workers=1, on_error="skip", analyze_fn=fake_analyze, export_dir=out)
+    assert not second.failed and read_partitioned(out, "kernels").num_rows == 3
+
+
+def test_bad_file_among_good_under_skip_and_fail(cluster, tmp_path):
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    for rank in range(3):
+        write_fake_trace(folder / f"r{rank}.json", rank, [], orchestration_us=1.0)
+    (folder / "r9.json").write_text('{"rank": ')
+    kwargs = dict(analyze_fn=fake_analyze, engine="dask", scheduler=cluster.scheduler_address)
+    skipped = analyze_many(find_traces(folder), on_error="skip", **kwargs)
+    assert [f.path.rsplit("/", 1)[-1] for f in skipped.failed] == ["r9.json"]
+    assert skipped.failed[0].error["code"] == "json.invalid" and skipped.combined["traces"] == 3
+    with pytest.raises(TaxbreakError) as info:
+        analyze_many(find_traces(folder), on_error="fail", **kwargs)
+    assert info.value.code == "json.invalid" and info.value.path.endswith("r9.json")
+
+
+def test_datasets_of_two_versions_are_never_mixed(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    open_dataset(str(out))
+    monkeypatch.setattr("taxbreak.scale.dataset.__version__", "9.9.9")
+    with pytest.raises(TaxbreakError) as info:
+        open_dataset(str(out))
+    assert info.value.code == "dataset.version_mismatch"
+
+
+def test_missing_extra_is_named(monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_distributed(name, *args, **kwargs):
+        if name == "distributed":
+            raise ImportError("No module named 'distributed'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_distributed)
+    from taxbreak.scale.dask_engine import dask_client
+
+    with pytest.raises(TaxbreakError) as info, dask_client():
+        pass
+    assert info.value.code == "engine.missing_extra" and "taxbreak[dask]" in info.value.hint
