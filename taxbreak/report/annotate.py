@@ -9,8 +9,9 @@ component, laid out backwards and forwards from the launch call::
 Since T_dispatch of a later launch of the same op runs from the previous
 launch's end (docs/method.md), consecutive dispatch slices of one op tile the
 host time instead of overlapping. On the device side (process ``taxbreak:
-device queue``, lanes per stream) a slice ``queued (ΔKT above floor)`` ends at
-the kernel's start and lasts ``launch_latency_ns`` = max(0, T_launch − T_sys).
+device queue``, lanes per stream) a slice ``ΔKT launch latency (exposed)`` ends
+at the kernel's start and lasts ``launch_latency_ns`` (the part of the wait during
+which the device was idle and the kernel was next: docs/method.md §2.1).
 The ΔKT floor and queue slices carry every per-kernel value in their args (µs,
 ``null`` where not measured); a component that is not measured or is 0 gets
 no slice.
@@ -40,7 +41,7 @@ DEVICE_PID = 2_000_000_002
 CATEGORY = "taxbreak"
 MAX_LANES = 16
 HOST_PARTS = (("ft_python_ns", "ΔFT python"), ("ft_dispatch_ns", "ΔFT dispatch"), ("ct_ns", "ΔCT library"))
-QUEUE_NAME = "queued (ΔKT above floor)"
+QUEUE_NAME = "ΔKT launch latency (exposed)"
 FLOOR_NAME = "ΔKT floor"
 
 
