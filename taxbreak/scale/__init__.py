@@ -12,7 +12,7 @@ _EXPORTS = {
     "FileResult": "many", "ManyResult": "many", "analyze_many": "many",
     "cached_analyze": "analysis_cache",
     "combine_metrics": "combine", "combine_summaries": "combine", "hdbi": "combine",
-    "find_traces": "discover", "discover": "discover", "is_run_dir": "discover", "is_trace_folder": "discover",
+    "find_traces": "discover", "is_run_dir": "discover", "is_trace_folder": "discover",
     "uncompressed_bytes": "discover",
     "read_partitioned": "partition", "open_dataset": "dataset", "write_partitions": "partition",
     "estimate_peak_bytes": "workers", "plan_workers": "workers",
