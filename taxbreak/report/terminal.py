@@ -71,8 +71,8 @@ def render_header(summary: dict, console: Console) -> None:
     meta, s = summary["meta"], summary["all"]
     console.print(f"[bold]{meta.get('path') or 'trace'}[/bold]  ({meta.get('source_format') or '?'}, "
                   f"GPU {meta.get('gpu') or 'unknown'}, {meta['device']})")
-    console.print(f"T_sys floor: {fmt(s['floor_us'], '{:.2f}')} µs (source: {s['floor_source']})  ·  "
-                  f"T_dispatch_base: {fmt(s['t_dispatch_base_us'], '{:.2f}')} µs  ·  "
+    console.print(f"T_sys floor: {_us_text(s['floor_us'])} (source: {s['floor_source']})  ·  "
+                  f"T_dispatch_base: {_us_text(s['t_dispatch_base_us'])}  ·  "
                   f"steps: {s['steps']} ({meta['step_scheme']})  ·  tokens: {fmt(s['tokens'], '{:,}')}")
     if s.get("hdbi") is None and s.get("hdbi_reason"):
         console.print(f"HDBI: {NA} ({s['hdbi_reason']})")
@@ -80,6 +80,10 @@ def render_header(summary: dict, console: Console) -> None:
         console.print(f"[yellow]no CUDA device in trace:[/yellow] device time, ΔCT, ΔKT and HDBI are {NA}, "
                       "not zero. The host partition is measured; on a CPU run the ATen part also "
                       "holds the ops' own compute, since there is no device to hand it to.")
+
+
+def _us_text(value) -> str:
+    return NA if value is None else f"{value:.2f} µs"
 
 
 def has_device(summary: dict) -> bool:
@@ -221,11 +225,8 @@ def _num(value):
 
 def render_diagnostics(summary: dict, console: Console) -> None:
     s = summary["all"]
-    console.print(f"orphan kernels: {s['orphan_kernels']:,} ({fmt(s.get('orphan_device_us'))} µs of device time, "
-                  f"not in HDBI)  ·  orphan memcpy/memset: {s.get('orphan_copies', 0):,}  ·  orphan launches: "
-                  f"{s['orphan_launches']:,}  ·  memcpy/memset calls without a device record: "
-                  f"{s.get('orphan_copy_calls', 0):,}  ·  full chain linked: "
-                  f"{fmt(None if s.get('chain_coverage') is None else 100 * s['chain_coverage'], '{:.1f}%')} of kernels")
+    if s.get("device_active_us") is not None or s.get("kernels"):
+        render_links(s, console)
     diags = summary["diagnostics"]
     if not diags:
         return
@@ -235,6 +236,15 @@ def render_diagnostics(summary: dict, console: Console) -> None:
     for code, d in diags.items():
         table.add_row(code, d["severity"], f"{d['count']:,}", d.get("example", ""))
     console.print(table)
+
+
+def render_links(s: dict, console: Console) -> None:
+    """Orphans and chain coverage (only beside a device: a CPU run has no kernels to link)."""
+    console.print(f"orphan kernels: {s['orphan_kernels']:,} ({fmt(s.get('orphan_device_us'))} µs of device time, "
+                  f"not in HDBI)  ·  orphan memcpy/memset: {s.get('orphan_copies', 0):,}  ·  orphan launches: "
+                  f"{s['orphan_launches']:,}  ·  memcpy/memset calls without a device record: "
+                  f"{s.get('orphan_copy_calls', 0):,}  ·  full chain linked: "
+                  f"{fmt(None if s.get('chain_coverage') is None else 100 * s['chain_coverage'], '{:.1f}%')} of kernels")
 
 
 def render_advice(summary: dict, console: Console) -> None:
