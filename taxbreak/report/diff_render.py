@@ -9,6 +9,7 @@ from rich.table import Table
 
 from .diff import DIFF_METRICS, HOST_METRICS
 from .metrics import COMPONENTS, fmt_value
+from .words import NOT_MEASURED
 
 _LABELS = dict(COMPONENTS) | {
     "framework_us": "framework total (ΔFT)", "orchestration_us": "T_Orchestrate",
@@ -27,14 +28,14 @@ _UNITLESS = ("hdbi", "kernels", "launches", "kernels_per_token", "aten_ops", "at
 
 def fmt_delta(delta: float | None, key: str = "") -> str:
     if delta is None:
-        return "n/a"
+        return NOT_MEASURED
     sign = "+" if delta > 0 else ""
     return sign + fmt_value(delta, key)
 
 
 def fmt_pct(pct: float | None) -> str:
     if pct is None:
-        return "n/a"
+        return NOT_MEASURED
     if math.isinf(pct):
         return "+∞ %" if pct > 0 else "-∞ %"
     return f"{pct:+.1f} %"

@@ -15,7 +15,7 @@ from .. import __version__
 from .diff import kernel_orchestration_ns
 from .markup import Markup, join, tag, void
 from .metrics import COMPONENTS, PHASES, fmt_value, number
-from .svg import COLORS, BarGroup, Segment, legend, line_chart, stacked_bars
+from .svg import COLORS, IDLE_COLORS, BarGroup, Segment, idle_bars, legend, line_chart, stacked_bars
 from .timeline import render_timeline
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -97,7 +97,8 @@ def _floor_text(s: dict) -> str:
 def cards(s: dict) -> Markup:
     items = [("HDBI", "hdbi", ""), ("T_Orchestrate", "orchestration_us", " µs"),
              ("T_DeviceActive", "device_active_us", " µs"), ("kernels", "kernels", ""),
-             ("kernels / token", "kernels_per_token", ""), ("GPU idle", "gpu_idle_us", " µs")]
+             ("kernels / token", "kernels_per_token", ""), ("GPU idle (Σ devices)", "device_idle_us", " µs"),
+             ("queue wait (union)", "queue_wait_union_us", " µs")]
     out = []
     for label, key, unit in items:
         value = s.get(key)
@@ -118,15 +119,28 @@ def phase_section(summary: dict) -> Markup:
         return join([tag("p", note, class_="missing"), _phase_table(order, phases, summary)])
     unmeasured = sorted({label for g in groups for s in g.segments if s.value is None for label in [s.label]})
     notes = [tag("p", "not measured (not drawn): ", ", ".join(unmeasured), class_="missing")] if unmeasured else []
-    items = [(COLORS[k], label, "") for k, label in COMPONENTS] + [(COLORS["device_active_us"], "device active", "")]
-    return join([legend(items), stacked_bars(groups), *notes, _phase_table(order, phases, summary)])
+    items = [(COLORS[k], label, "") for k, label in COMPONENTS] + [(COLORS["device_active_us"], "device active", ""),
+                                                                   (COLORS["queue_wait_union_us"], "queue wait (device side)", "")]
+    return join([legend(items), stacked_bars(groups), *notes, idle_section(order, phases, summary),
+                 _phase_table(order, phases, summary)])
+
+
+def idle_section(order: list[str], phases: dict, summary: dict) -> Markup:
+    """GPU idle by the host layer that caused it, per phase (skipped, with a line, when not measured)."""
+    rows = [(name, phases[name].get("idle_by_cause_us")) for name in order]
+    rows.append(("all", (summary.get("all") or {}).get("idle_by_cause_us")))
+    rows = [(label, causes) for label, causes in rows if causes]
+    if not rows:
+        return tag("p", "GPU idle by cause: not measured (no device activity)", class_="missing")
+    items = [(color, cause.replace("_", " "), "") for cause, color in IDLE_COLORS.items()]
+    return join([tag("h3", "GPU idle by cause"), legend(items), idle_bars(rows)])
 
 
 def _bar_group(label: str, metrics: dict) -> BarGroup:
     segments = [Segment(key, name, number(metrics.get(key))) for key, name in COMPONENTS]
     label = "between steps" if label == "between" else label
     return BarGroup(label, segments, number(metrics.get("device_active_us")), number(metrics.get("hdbi")),
-                    number(metrics.get("orchestration_us")))
+                    number(metrics.get("orchestration_us")), queue_us=number(metrics.get("queue_wait_union_us")))
 
 
 def _phase_table(order: list[str], phases: dict, summary: dict) -> Markup:

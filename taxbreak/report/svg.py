@@ -13,8 +13,12 @@ from .metrics import fmt_value
 COLORS = {
     "framework_python_us": "#4e79a7", "framework_dispatch_us": "#a0cbe8", "library_us": "#f28e2b",
     "launch_floor_us": "#e15759", "launch_latency_us": "#ff9d9a", "device_active_us": "#59a14f",
-    "hdbi": "#b07aa1", "orchestration_us": "#e15759",
+    "hdbi": "#b07aa1", "orchestration_us": "#e15759", "queue_wait_union_us": "#bab0ac",
 }
+# GPU idle causes (decompose/idle.py), in stacking order
+IDLE_COLORS = {"python": "#4e79a7", "dispatch": "#a0cbe8", "library": "#f28e2b", "launch_api": "#e15759",
+               "sync": "#b07aa1", "other_api": "#9c755f", "untraced": "#bab0ac", "unlinked": "#d4a6c8",
+               "nothing_pending": "#e8e8e8"}
 FONT = "font-family:system-ui,sans-serif;font-size:12px"
 
 
@@ -35,6 +39,7 @@ class BarGroup:
     hdbi: float | None
     orchestration_us: float | None = None
     device_note: str = "no CUDA device in trace"
+    queue_us: float | None = None  # union of queue waits: device-side, drawn on its own
 
 
 def _svg(width: int, height: int, *children, label: str) -> Markup:
@@ -80,8 +85,33 @@ def stacked_bars(groups: list[BarGroup], width: int = 860) -> Markup:
             rows.append(_rect(left, y, w, bar_h, COLORS["device_active_us"],
                               f"T_DeviceActive: {fmt_value(group.device_us)} µs"))
             rows.append(_text(left + w + 4, y + 14, f"device {fmt_value(group.device_us)} µs"))
+        if group.queue_us:
+            y += bar_h + 4
+            w = group.queue_us * scale
+            rows.append(_rect(left, y, w, bar_h, COLORS["queue_wait_union_us"],
+                              f"queue wait (union, device side): {fmt_value(group.queue_us)} µs"))
+            rows.append(_text(left + w + 4, y + 14, f"queue wait {fmt_value(group.queue_us)} µs (not host time)"))
         y += bar_h + gap
     return _svg(width, y, *rows, label="orchestration components and device-active time per phase")
+
+
+def idle_bars(groups: list[tuple[str, dict]], width: int = 860) -> Markup:
+    """Per group: one stacked bar of GPU idle time by cause (µs, summed over devices)."""
+    left, right, bar_h, gap = 150, 200, 20, 12
+    totals = [sum(v or 0 for v in causes.values()) for _, causes in groups]
+    scale = (width - left - right) / max([*totals, 1e-9])
+    rows, y = [], 10
+    for (label, causes), total in zip(groups, totals):
+        rows.append(_text(4, y + 14, label, font_weight="bold"))
+        x = left
+        for cause, color in IDLE_COLORS.items():
+            value = causes.get(cause) or 0.0
+            if value:
+                rows.append(_rect(x, y, value * scale, bar_h, color, f"{cause}: {fmt_value(value)} µs"))
+                x += value * scale
+        rows.append(_text(x + 4, y + 14, f"idle {fmt_value(total)} µs"))
+        y += bar_h + gap
+    return _svg(width, y, *rows, label="GPU idle time by cause per phase")
 
 
 def _host_label(group: BarGroup, total: float) -> str:
@@ -91,7 +121,7 @@ def _host_label(group: BarGroup, total: float) -> str:
         return "host components not measured"
     if group.orchestration_us is None:
         return f"host {fmt_value(total)} µs"
-    extra = f" + residual {fmt_value(residual)} µs" if residual else ""
+    extra = f" + exposed launch latency {fmt_value(residual)} µs" if residual else ""
     return f"T_Orchestrate {fmt_value(group.orchestration_us)} µs{extra}"
 
 
