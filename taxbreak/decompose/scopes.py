@@ -1,6 +1,7 @@
 """Summaries per step, per phase and for the whole trace, plus the per-op table."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -113,7 +114,19 @@ def step_table(inp: ScopeInputs) -> tuple[pd.DataFrame, list[dict]]:
                "start_ns": _optional_ints(rows["start_ns"]), "end_ns": _optional_ints(rows["end_ns"]), **metrics}
     keys = list(columns)
     records = [dict(zip(keys, values)) for values in zip(*columns.values())]
-    return pd.DataFrame(columns, columns=keys), records
+    return _flat(pd.DataFrame(columns, columns=keys)), records
+
+
+NESTED_KEYS = ("idle_by_cause_us", "devices")
+
+
+def _flat(df: pd.DataFrame) -> pd.DataFrame:
+    """Nested per-cause and per-device values as JSON text in the frames: one column type for every
+    trace, whatever its devices, so Parquet datasets of many traces read as one table (the summary
+    dict keeps them as dicts)."""
+    for key in NESTED_KEYS:
+        df[key] = [None if v is None else json.dumps(v, sort_keys=True) for v in df[key].tolist()]
+    return df
 
 
 def _optional_ints(values: pd.Series) -> list:
@@ -146,7 +159,7 @@ def phase_table(inp: ScopeInputs) -> tuple[pd.DataFrame, dict, dict]:
     everything = grouped_metrics(_kernels(inp), inp.partition,
                                  _grouping(inp, api, lambda s: np.zeros(len(s), np.int64), {0: n_steps},
                                            inp.ctx.tokens), [0], inp.ctx, inp._idle_arrays)[0]
-    df = pd.DataFrame([{"phase": p, **m} for p, m in by_phase.items()], columns=["phase", *SUMMARY_KEYS])
+    df = _flat(pd.DataFrame([{"phase": p, **m} for p, m in by_phase.items()], columns=["phase", *SUMMARY_KEYS]))
     return df, {str(p): m for p, m in by_phase.items()}, everything
 
 
