@@ -1,10 +1,10 @@
 """Summaries per step, per phase and for the whole trace, plus the per-op table."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 import numpy as np
+from msgspec.json import encode
 import pandas as pd
 
 from ..trace.nesting import nesting, sorted_unique
@@ -125,7 +125,7 @@ def _flat(df: pd.DataFrame) -> pd.DataFrame:
     trace, whatever its devices, so Parquet datasets of many traces read as one table (the summary
     dict keeps them as dicts)."""
     for key in NESTED_KEYS:
-        df[key] = [None if v is None else json.dumps(v, sort_keys=True) for v in df[key].tolist()]
+        df[key] = [None if v is None else encode(v).decode() for v in df[key].tolist()]
     return df
 
 

@@ -158,6 +158,10 @@ def grouped_columns(kernels: KernelArrays, partition: pd.DataFrame, grouping: Gr
     return {key: out[key] for key in SUMMARY_KEYS}
 
 
+def _chunks(values: list, size: int) -> list[list]:
+    return [values[i:i + size] for i in range(0, len(values), size)]
+
+
 def _group_tokens(tokens, groups: list) -> list:
     return [tokens.get(g) for g in groups] if isinstance(tokens, dict) else [tokens] * len(groups)
 
@@ -433,10 +437,16 @@ def _idle(grouping: Grouping, codes, idle: IdleArrays | None, ctx: Context, n: i
     cell = np.where(g >= 0, (g * n_dev + idle.device_pos) * n_cause + idle.cause, -1)
     sums = _group_sum(cell, idle.dur_ns, n * n_dev * n_cause).reshape(n, n_dev, n_cause)
     by_cause = sums.sum(axis=1)
-    out["device_idle_us"] = _us_list(by_cause.sum(axis=1))
-    out["idle_by_cause_us"] = [dict(zip(IDLE_CAUSES, _us_list(row))) for row in by_cause]
     per_dev = sums.sum(axis=2)
-    out["devices"] = [{str(d): {"busy_us": _us(int(w - per_dev[i, j])), "idle_us": _us(int(per_dev[i, j])),
-                                "idle_by_cause_us": dict(zip(IDLE_CAUSES, _us_list(sums[i, j])))}
-                       for j, d in enumerate(ctx.devices)} for i, w in enumerate(wall.tolist())]
+    # µs lists built once over whole arrays, then cut per group (thousands of steps: no per-step conversion)
+    cause_us = _chunks(_us_list(by_cause.reshape(-1)), n_cause)
+    dev_cause_us = _chunks(_chunks(_us_list(sums.reshape(-1)), n_cause), n_dev)
+    dev_idle_us = _chunks(_us_list(per_dev.reshape(-1)), n_dev)
+    dev_busy_us = _chunks(_us_list((wall[:, None] - per_dev).reshape(-1)), n_dev)
+    out["device_idle_us"] = _us_list(by_cause.sum(axis=1))
+    out["idle_by_cause_us"] = [dict(zip(IDLE_CAUSES, row)) for row in cause_us]
+    names = [str(d) for d in ctx.devices]
+    out["devices"] = [{name: {"busy_us": busy, "idle_us": idle_us, "idle_by_cause_us": dict(zip(IDLE_CAUSES, causes))}
+                       for name, busy, idle_us, causes in zip(names, busy_row, idle_row, cause_rows)}
+                      for busy_row, idle_row, cause_rows in zip(dev_busy_us, dev_idle_us, dev_cause_us)]
     return out
