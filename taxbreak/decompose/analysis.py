@@ -109,7 +109,8 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
     tables = source.release_tables()
     release_freed_heap()
     marker = is_marker(views, pattern)
-    steps = find_steps(*marker_candidates(views, *nvtx), pattern, _span(views), diags)
+    window = _span(views)  # the whole trace: the no-marker step and the idle attribution's window
+    steps = find_steps(*marker_candidates(views, *nvtx), pattern, window, diags)
     busy = device_busy(views.device.start_ns, views.device.end_ns)
     # the host partition needs neither the links nor the kernels: it runs beside them (numpy
     # releases the GIL in its sorts and searches, so both cores work; 10 M events: ~3 s and ~4 s)
@@ -118,7 +119,6 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
         links = link(views, marker, diags)
         kernels = build_kernels(views, links, floor, diags)
         _assign_steps(kernels, steps)
-        window = _span(views)
         idle = attribute_idle(views, links.dev_api, marker, steps, window)
         partition = partition_job.result()
     # runs recorded in the trace itself first, then the manifest's count

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ..trace.nesting import lane_clock
-from .intervals import take_or, unique_inverse
+from .intervals import running_end, take_or, unique_inverse
 from .partition import LABELS, _categories, _labels
 from .steps import Steps
 from .views import Views
@@ -53,7 +53,7 @@ def device_gaps(device: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray, wi
     order = np.lexsort((start_ns, device))
     d, s, e = device[order], start_ns[order], end_ns[order]
     first_of_dev = np.concatenate([[True], d[1:] != d[:-1]])
-    run_end = _running_end_per_group(e, np.flatnonzero(first_of_dev))
+    run_end = running_end(d, s, e)
     new = first_of_dev.copy()
     new[1:] |= s[1:] > run_end[:-1]  # a merged busy interval begins
     first = np.flatnonzero(new)
@@ -70,11 +70,6 @@ def device_gaps(device: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray, wi
     gaps = Gaps(*(np.concatenate([getattr(lead, f), getattr(tail, f)]) for f in Gaps.__dataclass_fields__))
     keep = gaps.end_ns > gaps.start_ns
     return Gaps(*(getattr(gaps, f)[keep] for f in Gaps.__dataclass_fields__))
-
-
-def _running_end_per_group(end_ns: np.ndarray, bounds: np.ndarray) -> np.ndarray:
-    edges = np.append(bounds, len(end_ns))
-    return np.concatenate([np.maximum.accumulate(end_ns[a:b]) for a, b in zip(edges[:-1], edges[1:])])
 
 
 def cut_by_steps(start_ns: np.ndarray, end_ns: np.ndarray, steps: Steps) -> tuple[np.ndarray, ...]:

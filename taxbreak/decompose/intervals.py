@@ -181,3 +181,15 @@ def _dense_pairs_lexsort(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.n
     ids = np.empty(len(a), dtype=np.int64)
     ids[order] = np.cumsum(new) - 1
     return ids, sa[new], sb[new]
+
+
+def running_end(g: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """Running maximum of ``e`` within each group of rows sorted by (group, start) (the end of
+    the merged busy interval each row belongs to so far)."""
+    width = int(e.max()) - int(s.min()) + 1
+    if (int(g.max()) + 1) * width < 2**62:
+        shift = g * np.int64(width) - s.min()
+        return np.maximum.accumulate(e + shift) - shift
+    # shifted times would overflow int64 (a span of days times thousands of groups): one pass per group
+    bounds = np.flatnonzero(np.concatenate([[True], g[1:] != g[:-1], [True]]))
+    return np.concatenate([np.maximum.accumulate(e[a:b]) for a, b in zip(bounds[:-1], bounds[1:])])

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .intervals import running_end
+
 NONE = -1
 NO_END = np.iinfo(np.int64).min
 
@@ -55,21 +57,12 @@ def previous_end(group: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray) ->
     order = np.lexsort((np.arange(n), start_ns, group))
     g, e = group[order], end_ns[order]
     bounds = np.flatnonzero(np.concatenate([[True], g[1:] != g[:-1]]))
-    run = _grouped_running_max(e, bounds)
+    run = running_end(g, start_ns[order], e)
     prev = np.empty(n, np.int64)
     prev[1:] = run[:-1]
     prev[bounds] = NO_END
     out[order] = prev
     return out
-
-
-def _grouped_running_max(values: np.ndarray, bounds: np.ndarray) -> np.ndarray:
-    """Running maximum that restarts at every index in ``bounds`` (sorted, starting at 0)."""
-    edges = np.append(bounds, len(values))
-    if len(bounds) == 1:
-        return np.maximum.accumulate(values)
-    # a handful of devices: one accumulate each
-    return np.concatenate([np.maximum.accumulate(values[a:b]) for a, b in zip(edges[:-1], edges[1:])])
 
 
 def split_launch(start_ns: np.ndarray, launch_start_ns: np.ndarray, linked: np.ndarray, carrier: np.ndarray,

@@ -13,14 +13,14 @@ import numpy as np
 import pandas as pd
 
 from .floor import Floor
+from .idle import CAUSES as IDLE_CAUSES
+from .intervals import running_end
 from .partition import COLUMNS
 
 HOST_KEYS = {col: col.replace("_ns", "_us") for col in [*COLUMNS.values(), "host_thread_ns"]}
 SUM_COLS = {"ft_ns": "framework_us", "ft_python_ns": "framework_python_us", "ft_dispatch_ns": "framework_dispatch_us",
             "ct_ns": "library_us", "kt_floor_ns": "launch_floor_us", "launch_latency_ns": "launch_latency_us",
             "kt_graph_ns": "launch_graph_us", "t_launch_ns": "tklqt_us", "queue_wait_ns": "queue_wait_us"}
-IDLE_CAUSES = ("python", "dispatch", "library", "launch_api", "sync", "other_api", "untraced", "unlinked",
-               "nothing_pending")  # the order of decompose.idle.CAUSES
 
 SUMMARY_KEYS = (
     "kernels", "launches", "orphan_kernels", "orphan_copies", "orphan_launches", "orphan_copy_calls",
@@ -276,7 +276,7 @@ def union_and_span(group: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray, 
         return np.zeros(n, np.int64), span
     order = np.lexsort((s, g))
     g, s, e = g[order], s[order], e[order]
-    run_end = _running_end(g, s, e)
+    run_end = running_end(g, s, e)
     new = np.ones(len(s), dtype=bool)
     new[1:] = (g[1:] != g[:-1]) | (s[1:] > run_end[:-1])
     first = np.flatnonzero(new)
@@ -285,17 +285,6 @@ def union_and_span(group: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray, 
     g_first = np.flatnonzero(np.concatenate([[True], g[1:] != g[:-1]]))
     span[g[g_first]] = np.maximum.reduceat(e, g_first) - s[g_first]
     return busy, span
-
-
-def _running_end(g: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray:
-    """Running maximum of ``e`` within each group of rows sorted by (group, start)."""
-    width = int(e.max()) - int(s.min()) + 1
-    if (int(g.max()) + 1) * width < 2**62:
-        shift = g * np.int64(width) - s.min()
-        return np.maximum.accumulate(e + shift) - shift
-    # shifted times would overflow int64 (a span of days times thousands of groups): one pass per group
-    bounds = np.flatnonzero(np.concatenate([[True], g[1:] != g[:-1], [True]]))
-    return np.concatenate([np.maximum.accumulate(e[a:b]) for a, b in zip(bounds[:-1], bounds[1:])])
 
 
 def _base(c: dict, ctx: Context, n: int) -> dict:
@@ -335,8 +324,6 @@ def _components(c: dict, sums: dict, ctx: Context) -> dict:
         out["framework_python_us"] = [None] * len(linked)
     if ctx.dispatch_base_ns is None:  # no baseline: ΔCT cannot be told apart from ΔFT dispatch
         out["library_us"] = [None] * len(linked)
-    for key in ("queue_wait_us",):
-        out[key] = _us_list(sums["queue_wait_ns"][0], sums["queue_wait_ns"][1] & linked)
     parts = [sums[col] for col in ("ft_ns", "ct_ns", "kt_floor_ns", "kt_graph_ns")]
     orch = sum(np.where(measured, total, 0) for total, measured in parts)
     has_orch = linked & np.logical_or.reduce([measured for _, measured in parts])
@@ -353,11 +340,10 @@ def _hdbi(active: list, orch: list, linked: list, framework: list, library: list
         reason = (NO_DEVICE if not ctx.has_device else "no kernel with a launch call in this scope" if not ok
                   else "ΔFT not measured: no kernel in this scope is linked to a framework op" if ft is None
                   else "ΔCT not measured: no dispatch baseline (T_dispatch_base) in this trace" if ct is None
-                  else None)
-        hdbi = round(a / (a + o), 6) if reason is None and a + o != 0 else None
-        values.append(hdbi)
-        reasons.append(reason if hdbi is None else None)
-    return values, [r or ("no device or orchestration time" if v is None else None) for v, r in zip(values, reasons)]
+                  else "no device or orchestration time" if a + o == 0 else None)
+        values.append(None if reason else round(a / (a + o), 6))
+        reasons.append(reason)
+    return values, reasons
 
 
 NO_DEVICE = "no device activity in the trace"
