@@ -18,7 +18,7 @@ PHASE_COLUMNS = [
     ("hdbi", "HDBI", "{:.3f}"),
     ("kernels_per_token", "kernels\n/token", "{:,.1f}"),
     ("queue_wait_union_us", "queue\nwait µs", "{:,.1f}"),
-    ("device_idle_us", "GPU idle\nµs", "{:,.1f}"),
+    ("device_idle_us", "GPU idle\nΣ devices µs", "{:,.1f}"),
     ("wall_us", "elapsed\nµs", "{:,.1f}"),
 ]
 
