@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import click
-from rich.console import Console
 
 from .errors import handle_errors
 from .many import dispatch_folder, folder_options
@@ -48,6 +47,8 @@ def analyze(traces: tuple[str, ...], floor_us, step_pattern, tokens, as_json: bo
     if as_json:
         click.echo(result.to_json())
         return
+    from rich.console import Console  # on use: `analyze --help` does not need rich
+
     render_analysis(result, Console(), top=top)
 
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rich.console import Console
-
 
 def working(action: str, target: str):
     """Context manager: ``⠋ analyzing trace.json.gz (239.1 MB) …`` on stderr until the block ends."""
+    from rich.console import Console  # imported on use: --help and quick errors skip rich
+
     return Console(stderr=True).status(f"{action} {describe(target)} …", spinner="dots")
 
 

@@ -1,16 +1,30 @@
 """The canonical trace model: schemas, tables, diagnostics and errors."""
-from .diagnostics import Diagnostic, Diagnostics
-from .errors import ERROR_CODES, TaxbreakError
-from .schema import SCHEMAS, TABLE_NAMES
-from .tables import TraceMeta, TraceTables
+from __future__ import annotations
 
-__all__ = [
-    "Diagnostic",
-    "Diagnostics",
-    "ERROR_CODES",
-    "SCHEMAS",
-    "TABLE_NAMES",
-    "TaxbreakError",
-    "TraceMeta",
-    "TraceTables",
-]
+import importlib
+
+# Names resolved on first use: `taxbreak.trace.errors` (wanted by every CLI command, even
+# `--help`) must not import pyarrow through the schema and tables modules (~0.2 s).
+_EXPORTS = {
+    "Diagnostic": "diagnostics",
+    "Diagnostics": "diagnostics",
+    "ERROR_CODES": "errors",
+    "TaxbreakError": "errors",
+    "SCHEMAS": "schema",
+    "TABLE_NAMES": "schema",
+    "TraceMeta": "tables",
+    "TraceTables": "tables",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'taxbreak.trace' has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{module}", __name__), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
