@@ -176,6 +176,18 @@ def bench_hta(trace: Path, repeat: int, hta_python: str) -> dict:
     return median_of([measure([hta_python, "-c", HTA_CODE, str(trace)]) for _ in range(repeat)])
 
 
+def ratio(other: dict, ours: dict) -> float | None:
+    """Median over median of the other tool's wall time and taxbreak's (None if either failed)."""
+    return other["wall_s"] / ours["wall_s"] if other["wall_s"] and ours["wall_s"] else None
+
+
+def worst_ratio(other: dict, ours: dict) -> float | None:
+    """The other tool's fastest run over taxbreak's slowest: the ratio no run went below."""
+    if not other.get("all_wall_s") or not ours.get("all_wall_s"):
+        return None
+    return min(other["all_wall_s"]) / max(ours["all_wall_s"])
+
+
 def find_hta_python(explicit: str | None) -> str | None:
     default_venv = str(Path("~/.venvs/hta/bin/python").expanduser())
     candidates = [explicit] if explicit else [sys.executable, default_venv]
@@ -226,9 +238,12 @@ def render(results: list[dict], host: dict) -> str:
             lines.append(f"| {r['events']:,} | {r['json_bytes'] / 1e6:.0f} | {r['file_bytes'] / 1e6:.1f} | {name} | "
                          f"{wall:.2f} | {m.get('best_wall_s', wall):.2f} | {rss / 1e6:.0f} | {rate} |" if wall else
                          f"| {r['events']:,} | | | {name} | failed (exit {m['rc']}) | | | |")
-        ratio = r.get("hta_over_analyze")
-        if ratio:
-            lines.append(f"| | | | **HTA / taxbreak analyze (cold) wall** | **{ratio:.1f}x** | | | |")
+        for key, label in (("hta", "HTA 0.5.0"), ("traceinsight", "traceinsight")):
+            times = r.get(f"{key}_over_analyze")
+            if times:
+                worst = r.get(f"{key}_over_analyze_worst")
+                lines.append(f"| | | | **{label} / taxbreak analyze (cold) wall** | **{times:.1f}x** | "
+                             f"{worst:.1f}x worst | | |")
     return "\n".join(lines)
 
 
@@ -240,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-gzip", action="store_true", help="write plain JSON traces")
     parser.add_argument("--hta-python", help="interpreter with holistictraceanalysis installed")
     parser.add_argument("--no-hta", action="store_true")
+    parser.add_argument("--ti-python", help="interpreter with traceinsight (HTA's newest release) installed")
     parser.add_argument("--hta-max-events", type=int, default=2_000_000,
                         help="skip HTA above this size (it needs ~1.3 GB RSS per 1M events)")
     parser.add_argument("--cprofile", help="also profile a cold analyze at this size")
@@ -263,10 +279,11 @@ def main(argv: list[str] | None = None) -> int:
         row = {"events": n, "trace": str(trace), "file_bytes": trace.stat().st_size, "json_bytes": json_bytes(trace)}
         print(f"measuring {trace.name} ...", file=sys.stderr)
         row["measures"] = bench_taxbreak(trace, args.repeat, work)
-        if hta_python and n <= args.hta_max_events:
-            row["measures"]["hta"] = bench_hta(trace, args.repeat, hta_python)
-            hta_wall, tb_wall = row["measures"]["hta"]["wall_s"], row["measures"]["analyze_cold"]["wall_s"]
-            row["hta_over_analyze"] = hta_wall / tb_wall if hta_wall and tb_wall else None
+        for key, python in (("hta", hta_python), ("traceinsight", args.ti_python)):
+            if python and n <= args.hta_max_events:
+                row["measures"][key] = bench_hta(trace, args.repeat, python)
+                row[f"{key}_over_analyze"] = ratio(row["measures"][key], row["measures"]["analyze_cold"])
+                row[f"{key}_over_analyze_worst"] = worst_ratio(row["measures"][key], row["measures"]["analyze_cold"])
         results.append(row)
         print(render([row], host), file=sys.stderr)
     report = {"machine": host, "hta_python": hta_python, "results": results}

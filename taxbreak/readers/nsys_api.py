@@ -19,7 +19,7 @@ from taxbreak.trace.diagnostics import Diagnostics
 from taxbreak.trace.schema import NO_ID
 
 from . import nsys_schema as ns
-from .nsys_db import NsysDb, split_global_id, take_strings
+from .nsys_db import NsysDb, split_global_id, take_strings, unique_inverse
 
 
 def read_api_calls(db: NsysDb, diags: Diagnostics) -> pa.Table:
@@ -77,7 +77,7 @@ def _drop_backtrace_duplicates(c: dict, backtrace_class: int, db: NsysDb, diags:
     if not is_bt.any():
         return keep
     key = np.stack([c["global_tid"], c["correlation"]], axis=1)
-    _, key_id = np.unique(key, axis=0, return_inverse=True)
+    _, key_id = unique_inverse(key)
     key_id = key_id.ravel()
     real_keys = key_id[~is_bt]
     dup = is_bt & (c["correlation"] >= 0) & np.isin(key_id, real_keys)
@@ -94,7 +94,7 @@ def _drop_backtrace_duplicates(c: dict, backtrace_class: int, db: NsysDb, diags:
 
 def _unique_names(db: NsysDb, name_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Distinct names (object array) and the inverse index of each row."""
-    uniq, inverse = np.unique(name_ids, return_inverse=True)
+    uniq, inverse = unique_inverse(name_ids)
     return db.strings.lookup(uniq), inverse.ravel()
 
 

@@ -26,7 +26,7 @@ from taxbreak.trace.diagnostics import Diagnostics
 from taxbreak.trace.schema import NO_ID
 
 from . import nsys_schema as ns
-from .nsys_db import NsysDb, constant_strings, split_global_id, take_strings
+from .nsys_db import NsysDb, constant_strings, split_global_id, take_strings, unique_inverse
 
 _INT_FIELDS = ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "registers",
                "shared_mem_bytes", "bytes", "graph_id", "graph_node_id")
@@ -73,7 +73,7 @@ def _activity_table(db: NsysDb, c: dict, kind: str, fields: dict, diags: Diagnos
 
 def _kernel_fields(db: NsysDb, c: dict, diags: Diagnostics) -> dict:
     name_ids = np.where(c["demangled_id"] >= 0, c["demangled_id"], c["short_id"])
-    uniq, inverse = np.unique(np.stack([name_ids, c["short_id"]], axis=1), axis=0, return_inverse=True)
+    uniq, inverse = unique_inverse(np.stack([name_ids, c["short_id"]], axis=1))
     inverse = inverse.ravel()
     names = db.strings.lookup(uniq[:, 0]) if len(uniq) else np.empty(0, dtype=object)
     fallback = db.strings.lookup(uniq[:, 1]) if len(uniq) else np.empty(0, dtype=object)
@@ -90,20 +90,20 @@ def _kernel_fields(db: NsysDb, c: dict, diags: Diagnostics) -> dict:
 def _memcpy_fields(db: NsysDb, c: dict, diags: Diagnostics) -> dict:
     mem_kinds = _mem_kind_labels(db)
     combo = np.stack([c["copy_kind"], c["src_kind"], c["dst_kind"]], axis=1)
-    uniq, inverse = np.unique(combo, axis=0, return_inverse=True)
+    uniq, inverse = unique_inverse(combo)
     names = np.array([_memcpy_name(int(k), int(s), int(d), mem_kinds) for k, s, d in uniq], dtype=object)
     return {"name": take_strings(names, inverse.ravel()), "bytes": c["bytes"], "graph_node_id": c["graph_node_id"]}
 
 
 def _memset_fields(db: NsysDb, c: dict, diags: Diagnostics) -> dict:
     mem_kinds = _mem_kind_labels(db)
-    uniq, inverse = np.unique(c["mem_kind"], return_inverse=True)
+    uniq, inverse = unique_inverse(c["mem_kind"])
     names = np.array([f"Memset ({mem_kinds.get(int(k), 'Unknown')})" for k in uniq], dtype=object)
     return {"name": take_strings(names, inverse.ravel()), "bytes": c["bytes"], "graph_node_id": c["graph_node_id"]}
 
 
 def _sync_fields(db: NsysDb, c: dict, diags: Diagnostics) -> dict:
-    uniq, inverse = np.unique(c["sync_type"], return_inverse=True)
+    uniq, inverse = unique_inverse(c["sync_type"])
     names = np.array([ns.SYNC_NAMES.get(int(k), "Unknown Sync") for k in uniq], dtype=object)
     return {"name": take_strings(names, inverse.ravel())}
 

@@ -35,7 +35,7 @@ from taxbreak.trace.nesting import nesting
 from taxbreak.trace.schema import NO_ID
 
 from . import nsys_schema as ns
-from .nsys_db import NsysDb, constant_strings, split_global_id
+from .nsys_db import NsysDb, constant_strings, split_global_id, unique_inverse
 
 # Dispatcher ops (RE2, pyarrow): any aten:: name; or namespace::op[.overload]
 # followed by emit_nvtx's ", seq = " / ", op_id = " suffix. The suffix keeps
@@ -91,7 +91,7 @@ def _range_names(db: NsysDb, c: dict, diags: Diagnostics) -> np.ndarray:
     names = c["text"].copy()
     need = _is_null(names) & (c["text_id"] >= 0)
     if need.any():
-        uniq, inverse = np.unique(c["text_id"][need], return_inverse=True)
+        uniq, inverse = unique_inverse(c["text_id"][need])
         names[need] = db.strings.lookup(uniq)[inverse.ravel()]
         diags.add("nsys.unresolved_string", int((_is_null(names) & need).sum()),
                   "NVTX record whose textId is not in StringIds")
@@ -159,7 +159,7 @@ def _range_table(c: dict, row_id: np.ndarray, mask: np.ndarray, names: pa.Array,
     n = int(mask.sum())
     start, dur = c["start_ns"][mask], _durations(c, mask, diags)
     depth, _ = nesting(_lanes(c, mask), start, dur)
-    domain_ids, inverse = np.unique(c["domain_id"][mask], return_inverse=True)
+    domain_ids, inverse = unique_inverse(c["domain_id"][mask])
     domain_names = np.array([domains.get(str(d)) for d in domain_ids.tolist()], dtype=object)
     return pa.table({
         "row_id": row_id[mask],

@@ -1,0 +1,81 @@
+"""The Nsight reader's bulk paths give exactly what the row-by-row paths gave."""
+from __future__ import annotations
+
+import sqlite3
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from taxbreak.readers import nsys_db, nsys_schema as ns
+from taxbreak.readers.nsys import read_nsys
+from taxbreak.synth.big_nsys import LAUNCHES_PER_STEP, write_big_nsys
+
+INT64 = st.integers(-2**63, 2**63 - 1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(arrays(np.int64, st.tuples(st.integers(0, 40), st.sampled_from([1, 2, 3])),
+              elements=st.one_of(st.integers(-3, 3), INT64)))
+def test_unique_inverse_equals_numpy_unique(values):
+    flat = values[:, 0] if values.shape[1] == 1 else values
+    want_uniq, want_inverse = np.unique(flat, axis=0, return_inverse=True)
+    got_uniq, got_inverse = nsys_db.unique_inverse(flat)
+    assert np.array_equal(got_uniq, want_uniq)
+    assert np.array_equal(got_inverse, want_inverse.ravel())
+
+
+def _export(path, rows):
+    con = sqlite3.connect(path)
+    con.execute('CREATE TABLE "CUPTI_ACTIVITY_KIND_RUNTIME" (start INTEGER, end INTEGER, eventClass INTEGER, '
+                'globalTid INTEGER, correlationId INTEGER, nameId INTEGER)')
+    con.executemany('INSERT INTO "CUPTI_ACTIVITY_KIND_RUNTIME" VALUES (?,?,?,?,?,?)', rows)
+    con.execute('CREATE VIEW "RUNTIME_VIEW" AS SELECT * FROM "CUPTI_ACTIVITY_KIND_RUNTIME"')
+    con.commit()
+    con.close()
+
+
+def _row_by_row(path, table, specs):
+    con = sqlite3.connect(path)
+    present = {r[1] for r in con.execute(f'PRAGMA table_info("{table}")')}
+    sql = f'SELECT {", ".join(nsys_db._expr(s, present) for s in specs)} FROM "{table}"'
+    rows = con.execute(sql).fetchall()
+    con.close()
+    return nsys_db._to_columns(rows, specs), present
+
+
+def test_bulk_integers_equal_row_by_row_with_nulls_reals_text_and_extremes(tmp_path):
+    path = tmp_path / "ints.sqlite"
+    rows = [(1, 2, 0, 7, 1, 3), (None, 5, None, 2**63 - 1, -2**63, 1), (2.75, "12", "abc", -1, 0, None),
+            (1e20, -1e20, 1, 2, 3, 4)] + [(i, i + 1, 0, 9, i, 2) for i in range(5000)]
+    _export(path, rows)
+    want, present = _row_by_row(path, "CUPTI_ACTIVITY_KIND_RUNTIME", ns.RUNTIME_COLS)
+    got = nsys_db.fetch_int_columns(path, "CUPTI_ACTIVITY_KIND_RUNTIME", ns.RUNTIME_COLS, present, chunk_rows=777)
+    assert got is not None and set(got) == set(want)
+    for name in want:
+        assert got[name].dtype == np.int64 and np.array_equal(got[name], want[name]), name
+    assert got["start_ns"][1] == -1 and got["start_ns"][2] == 2 and got["event_class"][2] == 0
+
+
+def test_bulk_integers_give_way_on_a_view(tmp_path):
+    path = tmp_path / "ints.sqlite"
+    _export(path, [(1, 2, 0, 7, 1, 3)])
+    present = {"start", "end", "eventClass", "globalTid", "correlationId", "nameId"}
+    assert nsys_db.fetch_int_columns(path, "RUNTIME_VIEW", ns.RUNTIME_COLS, present) is None
+
+
+def test_big_export_reads_back_with_exact_counts(tmp_path):
+    counts = write_big_nsys(tmp_path / "big.sqlite", 2 * 1000, seed=1)
+    assert counts == {"launches": 1000, "kernels": 1000, "nvtx": 1000 + 1000 // LAUNCHES_PER_STEP,
+                      "steps": 1000 // LAUNCHES_PER_STEP}
+    tables = read_nsys(tmp_path / "big.sqlite")
+    kernels = tables.device_activities.to_pandas()
+    api = tables.api_calls.to_pandas()
+    assert len(kernels) == 1000 and len(api) == 1000
+    assert sorted(kernels["correlation"]) == sorted(api["correlation"]) == list(range(1, 1001))
+    # one stream, in launch order, never overlapping, each after its launch returned
+    k = kernels.sort_values("correlation")
+    a = api.sort_values("correlation")
+    assert (k["start_ns"].to_numpy()[1:] >= (k["start_ns"] + k["dur_ns"]).to_numpy()[:-1]).all()
+    assert (k["start_ns"].to_numpy() > (a["start_ns"] + a["dur_ns"]).to_numpy()).all()
