@@ -77,12 +77,27 @@ class NsysDb:
         present = set(self.columns(table))
         if not present:
             return _to_columns([], specs)
-        if not any(s.text for s in specs):
-            fast = self._guarded(lambda: fetch_int_columns(self.path, table, specs, present), table)
-            if fast is not None:
-                return fast
+        fast = self._fetch_bulk(table, specs, present)
+        if fast is not None:
+            return fast
         sql = f'SELECT {", ".join(_expr(spec, present) for spec in specs)} FROM "{table}"'
         return self._guarded(lambda: self._fetch_chunks(sql, specs), table)
+
+    def _fetch_bulk(self, table: str, specs: tuple[ns.Col, ...], present: set[str]) -> dict | None:
+        """The integer columns through ``fetch_int_columns``, text columns alone row by row
+        (a 1-tuple per row instead of one per row of all columns); None: use the full row path."""
+        numbers = tuple(s for s in specs if not s.text)
+        texts = tuple(s for s in specs if s.text)
+        if not numbers:
+            return None
+        out = self._guarded(lambda: fetch_int_columns(self.path, table, numbers, present), table)
+        if out is None or not texts:
+            return out
+        sql = f'SELECT {", ".join(_expr(spec, present) for spec in texts)} FROM "{table}"'
+        out.update(self._guarded(lambda: self._fetch_chunks(sql, texts), table))
+        if any(len(out[s.out]) != len(out[numbers[0].out]) for s in texts):
+            return None  # rows changed between the scans (not a read-only file): read once, row by row
+        return {s.out: out[s.out] for s in specs}
 
     def _fetch_chunks(self, sql: str, specs: tuple[ns.Col, ...]) -> dict[str, np.ndarray]:
         cursor = self.conn.execute(sql)

@@ -79,3 +79,26 @@ def test_big_export_reads_back_with_exact_counts(tmp_path):
     a = api.sort_values("correlation")
     assert (k["start_ns"].to_numpy()[1:] >= (k["start_ns"] + k["dur_ns"]).to_numpy()[:-1]).all()
     assert (k["start_ns"].to_numpy() > (a["start_ns"] + a["dur_ns"]).to_numpy()).all()
+
+
+def test_text_and_integer_columns_read_apart_equal_rows_read_whole(tmp_path):
+    """NVTX rows (integers plus text, some NULL, some not UTF-8) through ``NsysDb.fetch``."""
+    from pathlib import Path
+
+    path = tmp_path / "nvtx.sqlite"
+    con = sqlite3.connect(path)
+    con.execute('CREATE TABLE "NVTX_EVENTS" (start INTEGER, end INTEGER, eventType INTEGER, rangeId INTEGER, '
+                'category INTEGER, color INTEGER, text TEXT, globalTid INTEGER, endGlobalTid INTEGER, '
+                'textId INTEGER, domainId INTEGER)')
+    rows = [(i, i + 5, 59, 0, 0, 0, None if i % 7 == 0 else f"aten::mm, seq = {i}", 9, 9, None, 0)
+            for i in range(3000)]
+    con.executemany('INSERT INTO "NVTX_EVENTS" VALUES (?,?,?,?,?,?,?,?,?,?,?)', rows)
+    con.execute('CREATE TABLE "StringIds" (id INTEGER PRIMARY KEY, value TEXT NOT NULL)')
+    con.commit()
+    con.close()
+    want, _ = _row_by_row(path, "NVTX_EVENTS", ns.NVTX_COLS)
+    db = nsys_db.open_export(Path(path))
+    got = db.fetch("NVTX_EVENTS", ns.NVTX_COLS)
+    assert list(got) == list(want)
+    for name in want:
+        assert got[name].dtype == want[name].dtype and list(got[name]) == list(want[name]), name
