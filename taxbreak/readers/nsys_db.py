@@ -363,7 +363,10 @@ def _range_text(path: Path, sql: str, ranges: list[tuple[int, int]]) -> list[str
 
 def _parse_csv(text: str, specs: tuple[ns.Col, ...]) -> dict[str, np.ndarray]:
     names = [s.out for s in specs]
-    table = pacsv.read_csv(io.BytesIO(text.encode()), read_options=pacsv.ReadOptions(column_names=names),
+    data = text.encode()
+    # one block: one chunk per column, so to_numpy() below is a view, not a concatenation
+    options = pacsv.ReadOptions(column_names=names, block_size=len(data) + 1, use_threads=False)
+    table = pacsv.read_csv(io.BytesIO(data), read_options=options,
                            convert_options=pacsv.ConvertOptions(column_types={n: pa.int64() for n in names}))
     return {n: table.column(n).to_numpy() for n in names}
 
