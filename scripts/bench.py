@@ -127,10 +127,12 @@ def taxbreak_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "taxbreak", *args]
 
 
-def bench_taxbreak(trace: Path, repeat: int, work: Path) -> dict:
-    """info, analyze cold, analyze cached, convert: medians over ``repeat`` runs."""
+def bench_taxbreak(trace: Path, repeat: int, work: Path, commands: set[str] | None = None) -> dict:
+    """info, analyze cold, analyze cached, convert: medians over ``repeat`` runs (``commands``: only those)."""
     runs: dict[str, list[dict]] = {"startup": [], "info": [], "analyze_cold": [], "analyze_cached": [],
                                    "convert": []}
+    if commands:
+        return {name: median_of(r) for name, r in _some_commands(trace, repeat, work, commands).items()}
     for _ in range(repeat):
         # interpreter + CLI import (pandas, pyarrow, the decomposer): the floor under every command
         runs["startup"].append(measure([sys.executable, "-c", STARTUP_CODE]))
@@ -147,6 +149,20 @@ def bench_taxbreak(trace: Path, repeat: int, work: Path) -> dict:
         shutil.rmtree(out, ignore_errors=True)
         shutil.rmtree(cache, ignore_errors=True)
     return {name: median_of(r) for name, r in runs.items()}
+
+
+def _some_commands(trace: Path, repeat: int, work: Path, commands: set[str]) -> dict[str, list[dict]]:
+    """Only ``startup`` and/or ``analyze_cold`` (the figures compared with HTA), for the largest traces."""
+    runs: dict[str, list[dict]] = {name: [] for name in ("startup", "analyze_cold") if name in commands}
+    for _ in range(repeat):
+        if "startup" in runs:
+            runs["startup"].append(measure([sys.executable, "-c", STARTUP_CODE]))
+        if "analyze_cold" in runs:
+            cache = Path(tempfile.mkdtemp(prefix="tb-cache-", dir=work))
+            env = dict(os.environ, TAXBREAK_CACHE_DIR=str(cache))
+            runs["analyze_cold"].append(measure(taxbreak_cmd("analyze", str(trace)), env))
+            shutil.rmtree(cache, ignore_errors=True)
+    return runs
 
 
 def _analysis_entries(cache: Path) -> int:
@@ -258,6 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ti-python", help="interpreter with traceinsight (HTA's newest release) installed")
     parser.add_argument("--hta-max-events", type=int, default=2_000_000,
                         help="skip HTA above this size (it needs ~1.3 GB RSS per 1M events)")
+    parser.add_argument("--commands", help="comma list: only these of startup,analyze_cold (large traces)")
     parser.add_argument("--cprofile", help="also profile a cold analyze at this size")
     parser.add_argument("--stages", help="also time parse / analyze / cache writes in one process at this size")
     parser.add_argument("--json", help="write all results here")
@@ -278,7 +295,8 @@ def main(argv: list[str] | None = None) -> int:
         trace = build_trace(work, n, not args.no_gzip)
         row = {"events": n, "trace": str(trace), "file_bytes": trace.stat().st_size, "json_bytes": json_bytes(trace)}
         print(f"measuring {trace.name} ...", file=sys.stderr)
-        row["measures"] = bench_taxbreak(trace, args.repeat, work)
+        only = set(args.commands.split(",")) if args.commands else None
+        row["measures"] = bench_taxbreak(trace, args.repeat, work, only)
         for key, python in (("hta", hta_python), ("traceinsight", args.ti_python)):
             if python and n <= args.hta_max_events:
                 row["measures"][key] = bench_hta(trace, args.repeat, python)
