@@ -13,6 +13,7 @@ written to ``manifest.json`` under ``outputs`` instead of silently missing.
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import statistics
@@ -180,11 +181,31 @@ def build_manifest(cfg, model_name: str, spec, parameters: int, trace_path: Path
         "seed": cfg.seed,
         **host_fields(host),
         "profiler": profiler_info,
+        "libraries": capture_libraries(),
         "command_line": list(cfg.command_line),
         "config": asdict(cfg),
         "capture_overhead": capture_overhead,
         "capture_overhead_pct": capture_overhead["overhead_pct"],
     }
+
+
+def capture_libraries() -> dict:
+    """The optional libraries this capture ran with, or what stood in for them.
+
+    ``nvtx``: the ``nvtx`` package, ``torch.cuda.nvtx`` or ``none`` (markers.py);
+    ``inflate``: ``isal`` or ``zlib`` for reading gzip traces back (readers).
+    Both fallbacks give the same ranges and bytes, only at another speed, so a
+    figure that looks slow can be traced to them.
+    """
+    from ..readers import kineto_stream
+    from .markers import NVTX_BACKEND
+
+    inflate = getattr(kineto_stream, "inflate_lib", None)
+    if inflate is not None:
+        uses_isal = inflate.__name__.startswith("isal")
+    else:
+        uses_isal = importlib.util.find_spec("isal") is not None
+    return {"nvtx": NVTX_BACKEND, "inflate": "isal" if uses_isal else "zlib"}
 
 
 def host_fields(host: dict) -> dict:
