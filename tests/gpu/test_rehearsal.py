@@ -1,0 +1,178 @@
+"""A CPU rehearsal of scripts/gpu_validate.sh in the GPU image's environment.
+
+The GPU machine's image has torch, numpy, pandas, pyarrow, click and rich (and
+pip), but not msgspec, isal or nvtx, and no network. Here a virtual
+environment without this machine's site-packages sees exactly those packages
+and what they need (symbolic links, one per top-level entry of each
+distribution), plus the wheels of scripts/gpu_wheels.sh. The script must
+install the wheels itself, get every stage past its imports, and fail each
+device stage only with ``device.unavailable``, writing validation.json and
+validation.md, within 60 s.
+"""
+from __future__ import annotations
+
+import importlib.metadata as metadata
+import json
+import os
+import re
+import subprocess
+import tarfile
+import time
+import venv
+from pathlib import Path
+
+import pytest
+
+from conftest import IN_CI, REPO_ROOT
+
+IMAGE_PACKAGES = ("torch", "numpy", "pandas", "pyarrow", "click", "rich", "pip")
+ABSENT_FROM_IMAGE = ("msgspec", "isal", "nvtx")
+WHEELS = Path(os.environ.get("TAXBREAK_GPU_WHEELS", REPO_ROOT / ".gpu-wheels"))
+DEVICE_STAGES = ("floor", "llama", "olmoe", "qwen")
+NO_DEVICE = "error[device.unavailable]"
+pytestmark = pytest.mark.slow
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def image_distributions(roots=IMAGE_PACKAGES) -> list[metadata.Distribution]:
+    """The distributions of ``roots`` and everything they require (extras left out)."""
+    found: dict[str, metadata.Distribution] = {}
+    todo = list(roots)
+    while todo:
+        name = todo.pop()
+        if _key(name) in found:
+            continue
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue  # an optional need this machine lacks; the image may lack it too
+        found[_key(name)] = dist
+        todo += [re.match(r"[A-Za-z0-9_.\-]+", req).group(0) for req in dist.requires or []
+                 if "extra ==" not in req]
+    return list(found.values())
+
+
+def link_image_site(folder: Path) -> set[str]:
+    """Symbolic links to each top-level entry of the image's distributions; their names."""
+    folder.mkdir(parents=True)
+    tops: set[str] = set()
+    for dist in image_distributions():
+        for file in dist.files or ():
+            top = Path(str(file)).parts[0]
+            if top.startswith("..") or top == "__pycache__" or top.endswith(".pth") or top in tops:
+                continue
+            source = Path(dist.locate_file(top))
+            if source.exists():
+                (folder / top).symlink_to(source)
+                tops.add(top)
+    return tops
+
+
+def image_python(root: Path) -> Path:
+    """A venv without this machine's site-packages whose only packages are the image's."""
+    venv.EnvBuilder(with_pip=False, system_site_packages=False, symlinks=True).create(root / "venv")
+    python = root / "venv" / "bin" / "python"
+    link_image_site(root / "image-site")
+    site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    Path(site, "image-site.pth").write_text(str(root / "image-site") + "\n")
+    return python
+
+
+def ensure_wheels() -> None:
+    """The wheels folder, fetched by scripts/gpu_wheels.sh if missing; outside CI a skip without it."""
+    verify = subprocess.run(["bash", str(REPO_ROOT / "scripts/gpu_wheels.sh"), "--verify"],
+                            capture_output=True, text=True, env=dict(os.environ, TAXBREAK_GPU_WHEELS=str(WHEELS)))
+    if verify.returncode == 0:
+        return
+    fetch = subprocess.run(["bash", str(REPO_ROOT / "scripts/gpu_wheels.sh")], capture_output=True, text=True,
+                           env=dict(os.environ, TAXBREAK_GPU_WHEELS=str(WHEELS)), timeout=300)
+    if fetch.returncode == 0:
+        return
+    reason = f"GPU wheels not in {WHEELS} and scripts/gpu_wheels.sh failed: {fetch.stderr.strip()[-300:]}"
+    if IN_CI:
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+def _image_env(extra: dict) -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "CI", "TAXBREAK_SHARED_TRACES")}
+    return {**env, **extra}
+
+
+@pytest.fixture(scope="module")
+def rehearsal(tmp_path_factory):
+    ensure_wheels()
+    root = tmp_path_factory.mktemp("rehearsal")
+    python = image_python(root)
+    env = _image_env({"PYTHON": str(python), "TAXBREAK_GPU_WHEELS": str(WHEELS), "CUDA_VISIBLE_DEVICES": ""})
+    missing = subprocess.run([python, "-c", "import " + ", ".join(ABSENT_FROM_IMAGE)], capture_output=True,
+                             text=True, env=env)
+    t0 = time.monotonic()
+    run = subprocess.run(["bash", str(REPO_ROOT / "scripts/gpu_validate.sh"), str(root / "work"), str(root / "out")],
+                         capture_output=True, text=True, env=env, timeout=300)
+    wall_s = time.monotonic() - t0
+    print(f"gpu_validate.sh rehearsal: {wall_s:.1f} s")  # shown with -s; the figure in docs/validation.md
+    return {"root": root, "python": python, "env": env, "missing": missing, "run": run, "wall_s": wall_s}
+
+
+def _stages(work: Path) -> dict:
+    rows = [json.loads(line) for line in (work / "stages.jsonl").read_text().splitlines() if line.strip()]
+    return {row["stage"]: row for row in rows}
+
+
+def test_the_image_environment_lacks_what_the_wheels_bring(rehearsal):
+    assert rehearsal["missing"].returncode != 0
+    assert "No module named 'msgspec'" in rehearsal["missing"].stderr
+    torch_ok = subprocess.run([rehearsal["python"], "-c", "import torch, pandas, pyarrow, rich, click"],
+                              capture_output=True, text=True, env=rehearsal["env"])
+    assert torch_ok.returncode == 0, torch_ok.stderr
+
+
+def test_the_script_installs_the_wheels_and_imports(rehearsal):
+    run, work = rehearsal["run"], rehearsal["root"] / "work"
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert _stages(work)["imports"]["status"] == "ok"
+    assert "stage imports: ok (installed from wheels into" in run.stdout
+    assert "libraries {'nvtx': 'nvtx', 'inflate': 'isal'}" in (work / "environment.txt").read_text()
+
+
+def test_every_device_stage_fails_only_for_want_of_a_device(rehearsal):
+    work = rehearsal["root"] / "work"
+    stages = _stages(work)
+    assert stages["replay"]["status"] == "skipped" and stages["replay"]["log"] == "no llama-3.2-1b trace"
+    for name in DEVICE_STAGES:
+        log = (work / "logs" / f"{name}.log").read_text()
+        assert stages[name]["status"] == "failed" and stages[name]["rc"] == 1, (name, log)
+        assert log.startswith(NO_DEVICE), (name, log)
+        assert "Traceback" not in log and "ModuleNotFoundError" not in log, (name, log)
+
+
+def test_validation_files_come_back(rehearsal):
+    out = rehearsal["root"] / "out"
+    data = json.loads((out / "validation.json").read_text())
+    assert data["floor"] is None and data["models"] == {}
+    assert set(data["stages"]) == {"imports", "replay", *DEVICE_STAGES}
+    table = (out / "validation.md").read_text()
+    assert "| T_sys null-kernel floor, µs (GPU) | 4.50 (H200), 4.71 (H100) | — |" in table
+    assert "- `floor`: failed" in table
+    assert sorted(p.name for p in out.iterdir()) == ["results.tar.gz", "validate.log", "validation.json",
+                                                     "validation.md"]
+    with tarfile.open(out / "results.tar.gz") as archive:
+        names = set(archive.getnames())
+    assert {"logs/floor.log", "logs/imports.log", "stages.jsonl", "environment.txt"} <= names
+    assert "done:" in (out / "validate.log").read_text()
+
+
+def test_rehearsal_finishes_within_a_minute(rehearsal):
+    assert rehearsal["wall_s"] < 60, f"gpu_validate.sh took {rehearsal['wall_s']:.1f} s without a GPU"
+
+
+def test_image_site_holds_only_the_image_packages(tmp_path):
+    tops = link_image_site(tmp_path / "site")
+    assert {"torch", "numpy", "pandas", "pyarrow", "click", "rich", "pip"} <= tops
+    assert not {"msgspec", "isal", "nvtx", "taxbreak", "hypothesis", "pytest"} & tops
