@@ -33,7 +33,8 @@
 # Environment: PYTHON (default python3), TAXBREAK_VALIDATE_BUDGET_S (default 270),
 #   TAXBREAK_VALIDATE_STAGES (default "floor llama olmoe replay qwen"),
 #   TAXBREAK_GPU_WHEELS (default REPO/.gpu-wheels), WARMUP / RUNS (profile, 2 / 2),
-#   REPLAY_WARMUP / REPLAY_RUNS (10 / 30).
+#   REPLAY_WARMUP / REPLAY_RUNS (10 / 30); TAXBREAK_VALIDATE_SHAPE / TAXBREAK_VALIDATE_PLACE
+#   replace the profile's shape and placement arguments (only to rehearse on a CPU).
 set -u -o pipefail
 
 WORK_DIR=${1:?usage: scripts/gpu_validate.sh WORK_DIR [RETURN_DIR]}
@@ -45,6 +46,9 @@ WARMUP=${WARMUP:-2}
 RUNS=${RUNS:-2}
 REPLAY_WARMUP=${REPLAY_WARMUP:-10}
 REPLAY_RUNS=${REPLAY_RUNS:-30}
+# The published shape and placement; overridable only to rehearse the whole path on a CPU
+SHAPE_ARGS=${TAXBREAK_VALIDATE_SHAPE:---batch-size 4 --seq-len 2048 --new-tokens 10}
+PLACE_ARGS=${TAXBREAK_VALIDATE_PLACE:---dtype bfloat16 --device cuda --full-size}
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 WHEELS=${TAXBREAK_GPU_WHEELS:-$REPO/.gpu-wheels}
 PINS=(msgspec==0.23.0 isal==1.9.1 nvtx==0.2.17)  # the same pins as scripts/gpu_wheels.sh
@@ -198,8 +202,9 @@ describe_machine() {  # the GPU and CPU as seen from outside Python, after the p
 }
 
 profile_model() {  # profile_model STAGE MODEL TIMEOUT
-  stage "$1" "$3" "$PYTHON" -m taxbreak profile --model "$2" --batch-size 4 --seq-len 2048 --new-tokens 10 \
-    --warmup "$WARMUP" --runs "$RUNS" --dtype bfloat16 --device cuda --full-size -o "$WORK_DIR/runs/$2" -q
+  # shellcheck disable=SC2086  # the argument strings are split on purpose
+  stage "$1" "$3" "$PYTHON" -m taxbreak profile --model "$2" $SHAPE_ARGS \
+    --warmup "$WARMUP" --runs "$RUNS" $PLACE_ARGS -o "$WORK_DIR/runs/$2" -q
 }
 
 # return_traces: each run's trace trimmed below 4 MB (gzip), next to the other returned files
