@@ -51,7 +51,6 @@ SHAPE_ARGS=${TAXBREAK_VALIDATE_SHAPE:---batch-size 4 --seq-len 2048 --new-tokens
 PLACE_ARGS=${TAXBREAK_VALIDATE_PLACE:---dtype bfloat16 --device cuda --full-size}
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 WHEELS=${TAXBREAK_GPU_WHEELS:-$REPO/.gpu-wheels}
-PINS=(msgspec==0.23.0 isal==1.9.1 nvtx==0.2.17)  # the same pins as scripts/gpu_wheels.sh
 ENTRY_MODULES="taxbreak.readers, taxbreak.decompose, taxbreak.capture.runner, taxbreak.cli.main"
 RESERVE_S=25  # kept back from the budget for collect, trim and packing
 START_S=$(date +%s)
@@ -140,7 +139,7 @@ print("libraries", capture_libraries())
 EOF
 }
 
-# install_wheels SITE: the pinned wheels for this Python, verified, into SITE (pip, else unzip)
+# install_wheels SITE: the wheels for this Python, verified against the lock, into SITE (pip, else unzip)
 install_wheels() {
   local site=$1 py_version tag
   py_version=$("$PYTHON" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
@@ -149,9 +148,10 @@ install_wheels() {
   TAXBREAK_GPU_WHEELS="$WHEELS" TAXBREAK_GPU_WHEEL_PYTHONS="$py_version" \
     bash "$REPO/scripts/gpu_wheels.sh" --verify >>"$WORK_DIR/logs/imports.log" 2>&1 \
     || { echo "    wheels not verified against scripts/gpu-wheels.lock (logs/imports.log)"; return 1; }
-  if "$PYTHON" -m pip --version >/dev/null 2>&1; then
+  if "$PYTHON" -m pip --version >/dev/null 2>&1; then  # the verified files themselves: no resolution
     "$PYTHON" -m pip install -q --disable-pip-version-check --no-index --no-deps --no-compile \
-      --find-links "$WHEELS" --target "$site" "${PINS[@]}" >>"$WORK_DIR/logs/imports.log" 2>&1 && return 0
+      --find-links "$WHEELS" --target "$site" "$WHEELS"/*-"$tag"-*.whl >>"$WORK_DIR/logs/imports.log" 2>&1 \
+      && return 0
     echo "    pip install failed; unpacking the wheels instead"
   fi
   "$PYTHON" - "$site" "$WHEELS" "$tag" >>"$WORK_DIR/logs/imports.log" 2>&1 <<'EOF'
