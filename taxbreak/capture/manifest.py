@@ -181,7 +181,6 @@ def build_manifest(cfg, model_name: str, spec, parameters: int, trace_path: Path
         "seed": cfg.seed,
         **host_fields(host),
         "profiler": profiler_info,
-        "libraries": capture_libraries(),
         "command_line": list(cfg.command_line),
         "config": asdict(cfg),
         "capture_overhead": capture_overhead,
@@ -209,7 +208,8 @@ def capture_libraries() -> dict:
 
 
 def host_fields(host: dict) -> dict:
-    """The manifest keys that describe the machine (versions, GPU, CPU and its clock, floor)."""
+    """The manifest keys that describe the machine (versions, GPU, CPU and its clock, floor,
+    the optional libraries in use); shared by ``profile`` and ``trace_handler`` manifests."""
     return {
         "torch_version": host["torch"],
         "cuda_version": host["cuda"],
@@ -219,6 +219,7 @@ def host_fields(host: dict) -> dict:
         "cpu_max_mhz_source": host["cpu_max_mhz_source"],
         "host": host,
         "floor": floor_info(host["gpu_name"], host.get("driver_version")),
+        "libraries": capture_libraries(),
     }
 
 

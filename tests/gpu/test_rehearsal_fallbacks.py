@@ -84,3 +84,9 @@ def test_manifest_records_the_libraries_in_use(monkeypatch):
     monkeypatch.setattr(kineto_stream, "inflate_lib", zlib)
     monkeypatch.setattr(markers, "NVTX_BACKEND", "torch.cuda.nvtx")
     assert manifest.capture_libraries() == {"nvtx": "torch.cuda.nvtx", "inflate": "zlib"}
+
+
+def test_every_manifest_kind_carries_the_libraries():
+    from taxbreak.capture.hostinfo import host_info
+
+    assert manifest.host_fields(host_info())["libraries"] == manifest.capture_libraries()
