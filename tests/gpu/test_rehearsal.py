@@ -200,3 +200,20 @@ def test_image_site_holds_only_the_image_packages(tmp_path):
     tops = link_image_site(tmp_path / "site")
     assert {"torch", "numpy", "pandas", "pyarrow", "click", "rich", "pip"} <= tops
     assert not {"msgspec", "isal", "nvtx", "taxbreak", "hypothesis", "pytest"} & tops
+
+
+def test_budget_and_stage_choice_skip_with_their_reasons(tmp_path):
+    """A rerun picks its stages; a budget too small for a stage skips it, and the files still come back."""
+    env = _image_env({"TAXBREAK_VALIDATE_BUDGET_S": "20", "TAXBREAK_VALIDATE_STAGES": "floor qwen",
+                      "TAXBREAK_GPU_WHEELS": str(WHEELS)})
+    run = subprocess.run(["bash", str(REPO_ROOT / "scripts/gpu_validate.sh"), str(tmp_path / "work"),
+                          str(tmp_path / "out")], capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 0, run.stdout[-2000:]
+    stages = _stages(tmp_path / "work")
+    assert {name: stages[name]["log"] for name in ("llama", "olmoe", "replay")} == dict.fromkeys(
+        ("llama", "olmoe", "replay"), "not in TAXBREAK_VALIDATE_STAGES")
+    assert stages["floor"]["status"] == "skipped" and stages["floor"]["log"].startswith("time budget: ")
+    assert stages["qwen"]["status"] == "skipped" and stages["qwen"]["log"].startswith("time budget: ")
+    data = json.loads((tmp_path / "out" / "validation.json").read_text())
+    assert set(data["stages"]) == {"imports", "floor", "llama", "olmoe", "replay", "qwen"}
+    assert (tmp_path / "out" / "validation.md").is_file() and (tmp_path / "out" / "results.tar.gz").is_file()
