@@ -10,7 +10,9 @@
 #
 # Wheels go to $TAXBREAK_GPU_WHEELS (default .gpu-wheels/, ignored by git), for
 # CPython 3.12 (the GPU image) and for this machine's Python when it differs, so
-# the CPU rehearsal (tests/gpu/test_rehearsal.py) installs the same pins here.
+# the CPU rehearsal (tests/gpu/test_rehearsal.py) installs the same pins here
+# (TAXBREAK_GPU_WHEEL_PYTHONS="3.12 ..." chooses). The lock covers CPython 3.11,
+# 3.12 and 3.13; a wheel for any other version is refused as unlocked.
 # taxbreak itself is not a wheel: the GPU machine gets the working tree and runs
 # it from PYTHONPATH.
 set -euo pipefail
