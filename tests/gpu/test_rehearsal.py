@@ -56,11 +56,11 @@ def image_distributions(roots=IMAGE_PACKAGES) -> list[metadata.Distribution]:
     return list(found.values())
 
 
-def link_image_site(folder: Path) -> set[str]:
+def link_image_site(folder: Path, roots=IMAGE_PACKAGES) -> set[str]:
     """Symbolic links to each top-level entry of the image's distributions; their names."""
     folder.mkdir(parents=True)
     tops: set[str] = set()
-    for dist in image_distributions():
+    for dist in image_distributions(roots):
         for file in dist.files or ():
             top = Path(str(file)).parts[0]
             if top.startswith("..") or top == "__pycache__" or top.endswith(".pth") or top in tops:
@@ -72,11 +72,11 @@ def link_image_site(folder: Path) -> set[str]:
     return tops
 
 
-def image_python(root: Path) -> Path:
+def image_python(root: Path, roots=IMAGE_PACKAGES) -> Path:
     """A venv without this machine's site-packages whose only packages are the image's."""
     venv.EnvBuilder(with_pip=False, system_site_packages=False, symlinks=True).create(root / "venv")
     python = root / "venv" / "bin" / "python"
-    link_image_site(root / "image-site")
+    link_image_site(root / "image-site", roots)
     site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           capture_output=True, text=True, check=True).stdout.strip()
     Path(site, "image-site.pth").write_text(str(root / "image-site") + "\n")
@@ -217,3 +217,17 @@ def test_budget_and_stage_choice_skip_with_their_reasons(tmp_path):
     data = json.loads((tmp_path / "out" / "validation.json").read_text())
     assert set(data["stages"]) == {"imports", "floor", "llama", "olmoe", "replay", "qwen"}
     assert (tmp_path / "out" / "validation.md").is_file() and (tmp_path / "out" / "results.tar.gz").is_file()
+
+
+def test_without_pip_the_wheels_are_unpacked(tmp_path):
+    ensure_wheels()
+    python = image_python(tmp_path, roots=tuple(p for p in IMAGE_PACKAGES if p != "pip"))
+    env = _image_env({"PYTHON": str(python), "TAXBREAK_GPU_WHEELS": str(WHEELS), "TAXBREAK_VALIDATE_STAGES": "none",
+                      "TMPDIR": str(tmp_path)})
+    run = subprocess.run(["bash", str(REPO_ROOT / "scripts/gpu_validate.sh"), str(tmp_path / "work")],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 0, run.stdout[-2000:]
+    assert _stages(tmp_path / "work")["imports"]["status"] == "ok", run.stdout[-2000:]
+    imports_log = (tmp_path / "work" / "logs" / "imports.log").read_text()
+    assert "No module named pip" not in run.stdout and "unpacked msgspec-0.23.0-" in imports_log
+    assert "libraries {'nvtx': 'nvtx', 'inflate': 'isal'}" in (tmp_path / "work" / "environment.txt").read_text()
