@@ -36,7 +36,6 @@ PHASES = ("prefill", "decode", "mixed")
 PREFIX = "taxbreak"
 
 
-
 def _torch_nvtx_range():
     """``torch.cuda.nvtx.range`` where torch was built with NVTX (CUDA builds), else None."""
     try:
