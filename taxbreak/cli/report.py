@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -109,12 +110,13 @@ def check(target, budget_path, baseline, junit, markdown, as_json, allow_unmeasu
     from ..report.check import evaluate_budget
     from ..report.check_render import headline, render_check_text, render_junit, render_markdown
 
+    started = time.perf_counter()
     budget = load_budget(budget_path)  # before the analysis: a bad budget fails fast
     run = _load(target, floor_us, step_pattern, tokens)
     base = _load(baseline, floor_us, step_pattern, tokens).analysis.summary if baseline else None
     result = evaluate_budget(budget, run.analysis.summary, base, allow_unmeasured=allow_unmeasured)
     if junit:
-        _write(junit, render_junit(result))
+        _write(junit, render_junit(result, time_s=time.perf_counter() - started))
     if markdown:
         _write(markdown, render_markdown(result))
     if as_json:
