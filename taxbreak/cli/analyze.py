@@ -6,7 +6,7 @@ from rich.console import Console
 
 from .errors import handle_errors
 from .many import dispatch_folder, folder_options
-from .status import working
+from .status import quiet_option, working
 
 
 @click.command("analyze")
@@ -22,10 +22,11 @@ from .status import working
 @click.option("--allow-truncated", is_flag=True,
               help="Keep the complete events of a truncated trace (adds a trace.truncated diagnostic; "
                    "not cached; give --tokens for per-token figures).")
+@quiet_option
 @folder_options
 @handle_errors
 def analyze(traces: tuple[str, ...], floor_us, step_pattern, tokens, as_json: bool, out_dir, top: int, allow_truncated: bool,
-            **scale_opts) -> None:
+            quiet: bool, **scale_opts) -> None:
     """Split host time into ΔFT / ΔCT / ΔKT and compute HDBI per phase for TRACE (file or RUN_DIR).
 
     TRACE may also be a folder of traces (one per rank or run, run folders searched), several
@@ -38,7 +39,7 @@ def analyze(traces: tuple[str, ...], floor_us, step_pattern, tokens, as_json: bo
     from ..scale.analysis_cache import cached_analyze
     from ..report.terminal import render_analysis
 
-    with working("analyzing", trace):
+    with working("analyzing", trace, quiet):
         if allow_truncated:
             result = _analyze_truncated(trace, floor_us=floor_us, step_pattern=step_pattern, tokens=tokens)
         else:
