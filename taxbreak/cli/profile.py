@@ -67,8 +67,7 @@ def profile(out_dir, force, quiet, as_json, **options):
                               indent=2, default=str))
         return
     render_result(result, Console())
-    if not quiet:
-        err_console.print(f"run directory: [bold]{result.run_dir}[/bold]")
+    err_console.print(f"run directory: [bold]{result.run_dir}[/bold]")  # a result, kept under -q
 
 
 def refuse_existing(out_dir: str | None, force: bool) -> None:
