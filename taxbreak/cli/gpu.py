@@ -6,6 +6,7 @@ import math
 
 import click
 
+from ..trace.words import NOT_MEASURED
 from .errors import handle_errors_json
 
 PUBLISHED_FLOOR_US = {"H100": 4.71, "H200": 4.50}  # TaxBreak, null-kernel mean
@@ -29,7 +30,7 @@ def _clean(value):
 
 def _fmt(value, digits: int = 2) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "—"
+        return NOT_MEASURED
     return f"{value:,.{digits}f}" if isinstance(value, float) else str(value)
 
 

@@ -11,6 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ..trace.errors import UsageError
+from ..trace.words import NOT_MEASURED
 from .errors import handle_errors
 from .status import quiet_option
 
@@ -144,14 +145,15 @@ def _render_capture(manifest: dict, console: Console) -> None:
 
 def _fmt_floor(floor: dict) -> str:
     if floor.get("floor_us") is None:
-        return f"unavailable ({floor.get('reason', floor.get('source'))})"
+        return f"{NOT_MEASURED} ({floor.get('reason', floor.get('source'))})"
     return f"{floor['floor_us']:.2f} µs ({floor['source']})"
 
 
 def _render_overhead(manifest: dict, console: Console) -> None:
     over = manifest["capture_overhead"]
     if over["overhead_pct"] is None:
-        console.print(f"capture overhead: unavailable ({over.get('reason', 'not measured')})")
+        reason = over.get("reason")
+        console.print(f"capture overhead: {NOT_MEASURED}" + (f" ({reason})" if reason else ""))
         return
     console.print(f"capture overhead: {over['overhead_pct']:+.0f}% of step time "
                   f"({over['step_ms_without_profiler']:.3f} ms/step without profiler, "
