@@ -21,11 +21,16 @@ _FLOAT = {"floating", "mixed-integer-float", "decimal"}
 
 
 def nullable_numeric(df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` with every ``object`` column of numbers (and ``None``) as ``Int64`` or ``Float64``."""
+    """``df`` with every ``object`` column of numbers (and ``None``) as ``Int64`` or ``Float64``, and
+    every ``float64`` column holding NaN (pandas' stand-in for a ``None`` among numbers) as ``Float64``,
+    or ``Int64`` for a count."""
     for column in df.columns[df.dtypes == object]:
         dtype = numeric_dtype(column, pd.api.types.infer_dtype(df[column], skipna=True))
         if dtype is not None:
             df[column] = df[column].astype(dtype)
+    for column in df.columns[df.dtypes == "float64"]:
+        if df[column].isna().any():
+            df[column] = df[column].astype("Int64" if column in COUNT_KEYS else "Float64")
     return df
 
 

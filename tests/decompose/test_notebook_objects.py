@@ -130,6 +130,15 @@ def test_no_frame_holds_numbers_in_object_columns(planted):
     assert planted.kernels["t_py_ns"].dtype == "Int64" and planted.idle["pid"].dtype == "Int64"
 
 
+def test_nan_among_floats_becomes_na_and_counts_stay_integers():
+    df = pd.DataFrame({"hdbi": [0.5, None], "kernels": [3, None], "span_us": [1.0, 2.0]})
+    assert df["hdbi"].dtype == "float64" and df["kernels"].dtype == "float64"  # what pandas makes of None
+    out = nullable_numeric(df)
+    assert str(out["hdbi"].dtype) == "Float64" and out["hdbi"].isna().tolist() == [False, True]
+    assert str(out["kernels"].dtype) == "Int64" and out["kernels"].tolist()[0] == 3
+    assert str(out["span_us"].dtype) == "float64"  # nothing missing: left as it is
+
+
 def test_nullable_numeric_rules():
     df = pd.DataFrame({"tokens": [None, None], "hdbi": [None, 0.5], "kernels": [1, None], "hdbi_reason": [None, "x"],
                        "span_us": [None, None], "name": ["a", "b"]}, dtype=object)
