@@ -21,7 +21,7 @@ import os
 import re
 import sys
 import tempfile
-from contextlib import redirect_stdout
+from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 from typing import Callable
 
@@ -115,11 +115,21 @@ def _shown(value) -> str:
     return repr(value)
 
 
+@contextmanager
+def working_dir(path: Path):
+    """Run the block in ``path``: a session names its trace by file name, as a notebook next to it would."""
+    before = Path.cwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
 def notebook() -> str:
     with tempfile.TemporaryDirectory() as tmp:
         path = planted_trace(Path(tmp))
-        os.chdir(tmp)  # the session names the trace by its file name, as a notebook next to it would
-        try:
+        with working_dir(Path(tmp)):
             text = session([
                 "import taxbreak",
                 f'a = taxbreak.analyze("{path.name}", floor_us={PLANTED_FLOOR_US})',
@@ -132,14 +142,11 @@ def notebook() -> str:
                 'a.kernels[["name", "op_name", "ft_ns", "ct_ns", "t_floor_ns", "queue_wait_ns", "launch_latency_ns"]].head(4)',
                 'a.steps[["step", "phase", "kernels", "hdbi", "tokens"]]',
             ], {})
-        finally:
-            os.chdir(ROOT)
     return fenced(text, "python")
 
 
 def notebook_no_markers() -> str:
-    os.chdir(ALEXNET.parent)
-    try:
+    with working_dir(ALEXNET.parent):
         text = session([
             "import taxbreak",
             f'a = taxbreak.analyze("{ALEXNET.name}")',
@@ -147,8 +154,6 @@ def notebook_no_markers() -> str:
             'a.phase("unknown").hdbi',
             'a.phase("decode")',
         ], {})
-    finally:
-        os.chdir(ROOT)
     return fenced(text, "python")
 
 
