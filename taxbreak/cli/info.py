@@ -8,6 +8,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from ..trace.words import NOT_MEASURED
 from .errors import handle_errors
 from .status import quiet_option, status_line, working
 
@@ -35,13 +36,15 @@ def info(trace: str, as_json: bool, allow_truncated: bool, quiet: bool) -> None:
 
 def render_info(summary: dict, console: Console) -> None:
     """The rich rendering of :func:`taxbreak.readers.summary.summarize_tables`."""
-    console.print(f"[bold]{summary['path']}[/bold]  {summary['format']} (schema {summary['format_version'] or '?'})",
+    console.print(f"[bold]{summary['path']}[/bold]  {summary['format']} "
+                  f"(schema {summary['format_version'] or NOT_MEASURED})",
                   soft_wrap=True)
     devices = ", ".join(f"{d['id']}: {d['name']}" for d in summary["devices"]) or "unknown (no device properties)"
     console.print(f"devices: {devices}")
     span = summary["span"]
     span_text = f"{span['dur_ns'] / 1e6:,.3f} ms" if span else "no timed events"
-    console.print(f"time span: {span_text}   time base: {summary['time_base']}   rank: {summary['rank']}")
+    rank = NOT_MEASURED if summary["rank"] is None else summary["rank"]
+    console.print(f"time span: {span_text}   time base: {summary['time_base']}   rank: {rank}")
     console.print(_tables_table(summary))
     console.print(_accounting_line(summary))
     if summary["diagnostics"]:
