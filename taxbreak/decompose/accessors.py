@@ -74,7 +74,7 @@ class PhaseValues:
 _RENAMED = {"ft_us": "framework_us", "ft_python_us": "framework_python_us",
             "ft_dispatch_us": "framework_dispatch_us", "ct_us": "library_us"}
 _INTS = ("steps", "kernels", "launches", "tokens", "aten_ops")
-_TEXT = ("name", "hdbi_reason", "idle_by_cause_us", "kt_us")
+_NOT_PLAIN_NUMBERS = ("name", "hdbi_reason", "idle_by_cause_us", "kt_us")  # built below, not read as one number
 
 
 def phase_names(summary: dict) -> list[str]:
@@ -95,7 +95,7 @@ def phase_values(summary: dict, name: str) -> PhaseValues:
                                 hint="a trace without taxbreak markers has 'unknown' (and 'between'); "
                                      "'all' is the whole trace")
     values = {f.name: _number(scope.get(_RENAMED.get(f.name, f.name)), f.name in _INTS)
-              for f in fields(PhaseValues) if f.name not in _TEXT}
+              for f in fields(PhaseValues) if f.name not in _NOT_PLAIN_NUMBERS}
     reason = scope.get("hdbi_reason")
     return PhaseValues(name=name, hdbi_reason=None if reason is None else str(reason),
                        idle_by_cause_us=_causes(scope.get("idle_by_cause_us")),
