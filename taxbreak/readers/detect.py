@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..trace.errors import TraceFormatError, TraceNotFoundError, UnsupportedFormatError
+from ..trace.paths import run_trace_file
 
 KINETO = "kineto"
 NSYS_SQLITE = "nsys_sqlite"
@@ -52,9 +53,9 @@ def resolve_trace_path(path: str | Path) -> Path:
     if not (path / "manifest.json").is_file():
         raise UnsupportedFormatError("run.not_a_run", "a directory without manifest.json", str(path),
                                      hint="pass a trace file, or a run directory written by `taxbreak profile`")
-    for name in RUN_TRACE_NAMES:
-        if (path / name).is_file():
-            return path / name
+    found = run_trace_file(path, RUN_TRACE_NAMES)
+    if found is not None:
+        return found
     raise UnsupportedFormatError("run.no_traces", "a run directory without a trace", str(path),
                                  hint=f"expected one of {', '.join(RUN_TRACE_NAMES)}")
 

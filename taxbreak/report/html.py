@@ -17,6 +17,7 @@ from .markup import Markup, join, tag, void
 from .metrics import COMPONENTS, PHASES, fmt_value, number
 from .svg import COLORS, IDLE_COLORS, BarGroup, Segment, idle_bars, legend, line_chart, stacked_bars
 from .timeline import render_timeline
+from .words import NOT_MEASURED
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 CSS = """
@@ -90,7 +91,7 @@ def header(analysis, manifest: dict | None, title: str | None) -> Markup:
 def _floor_text(s: dict) -> str:
     floor, source = number(s.get("floor_us")), s.get("floor_source")
     if floor is None:
-        return f"not available ({source or 'unknown'}: no device activity in trace)"
+        return f"{NOT_MEASURED} ({source or 'unknown'}: no device activity in trace)"
     return f"{floor:.2f} µs (source: {source or 'unknown'})"
 
 

@@ -36,6 +36,7 @@ ERROR_CODES: dict[str, str] = {
     # analysis / usage
     "usage.invalid": "invalid option or argument",
     "usage.step_pattern": "the --step-pattern regex does not compile",
+    "analysis.unknown_phase": "Analysis.phase(name) for a phase the trace does not have",
     "budget.malformed": "the budget TOML cannot be parsed or a limit is not a valid comparison",
     "budget.unknown_metric": "a budget names a metric that the summary does not have",
     "run.not_a_run": "the directory is neither a run directory nor a folder of traces",

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..report.words import NOT_MEASURED
 from .svg import Chart, Series, render_chart
 from .sweep import INDEX, _write_json, read_index
 from .sweep_table import as_records, build_table, grid_rows
@@ -123,7 +124,7 @@ def _cell(value, column: str = "") -> str:
     if value is None or (isinstance(value, float) and np.isnan(value)):
         if column == "decode_share":  # a grid point has no decode share: not applicable
             return "<td>–</td>"
-        return '<td class="na">not measured</td>'
+        return f'<td class="na">{NOT_MEASURED}</td>'
     if isinstance(value, float):
         return f"<td>{value:,.3g}</td>" if abs(value) < 100 else f"<td>{value:,.0f}</td>"
     return f"<td>{escape(str(value))}</td>"

@@ -87,7 +87,7 @@ def test_unmeasured_values_are_labelled_never_zero():
     html = render_html(a)
     assert "no CUDA device in trace" in html
     assert "not measured (not drawn): framework Python (ΔFT py)" in html
-    assert "not available (unavailable: no device activity in trace)" in html
+    assert "not measured (unavailable: no device activity in trace)" in html
     assert re.search(r"HDBI<b class=\"missing\">not measured</b>", html)
 
 
