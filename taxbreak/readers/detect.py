@@ -88,7 +88,7 @@ def detect_format(path: str | Path) -> TraceFormat:
         raise TraceFormatError("input.empty", "the file holds only whitespace", str(path))
     raise UnsupportedFormatError(
         "format.unknown",
-        f"unrecognised content (starts with {head[:16]!r})",
+        "unrecognised content",  # none of it shown: the path may be a link to a secret (/proc/self/environ)
         str(path),
         hint="taxbreak reads Kineto JSON (.json/.json.gz) and Nsight Systems exports (.sqlite/.nsys-rep)",
     )
