@@ -102,9 +102,16 @@ def _decimal_column(texts: list, bounds: B.Bounds = B.Bounds()) -> tuple[np.ndar
 def _plain_numbers(joined: bytes, lengths: np.ndarray, bounds: B.Bounds) -> bool:
     """False when a text is long or has an exponent: those never reach Arrow's
     decimal cast, which crashes the process on exponents below about -4.5 million
-    (they take the per-value path, which checks the bounds first). Two ``memchr``
-    scans and a max: ~0.1 ms per 10 k values."""
-    return int(lengths.max()) <= bounds.number_chars and joined.find(b"e") < 0 and joined.find(b"E") < 0
+    and misreads some texts of more than 38 digits (they take the numpy and
+    per-value paths, which check the bounds first). Two ``memchr`` scans and a
+    max: ~0.1 ms per 10 k values."""
+    longest = min(bounds.number_chars, _ARROW_MAX_CHARS)
+    return int(lengths.max()) <= longest and joined.find(b"e") < 0 and joined.find(b"E") < 0
+
+
+# Arrow's cast returns 0, silently, for "1." followed by 42 zeros (pyarrow 26): texts longer than
+# decimal128's 38 digits take the numpy path, which is exact (tests/malformed/test_hostile.py)
+_ARROW_MAX_CHARS = 38
 
 
 def _fast_column(buf: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
