@@ -4,7 +4,9 @@ Gzip is inflated with :mod:`zlib` into one ``bytearray`` preallocated from the g
 rather than ``gzip.open().read()``, which joins a list of pieces and so holds the
 uncompressed trace twice at its peak. A stream that ends early is a typed
 ``gzip.truncated`` error, or, with ``allow_truncated``, the inflated prefix is
-kept and the JSON layer recovers its complete events.
+kept and the JSON layer recovers its complete events. The inflated size and its
+ratio to the compressed bytes are held to the bounds of :mod:`bounds`
+(``gzip.too_large``, ``gzip.ratio``), checked after every inflate step.
 """
 from __future__ import annotations
 

@@ -15,6 +15,12 @@ the texts become exact fixed-point numbers whose unscaled integer *is* the ns
 value. Arrow refuses (and the numpy path above takes over) anything that would
 need rounding (sub-ns digits), anything that is not a number, and values beyond
 22 digits; a value beyond int64 sends the column to the numpy path too.
+
+Hostile texts (docs/reliability.md): a column holding an exponent or a text of
+more than 38 characters never reaches Arrow's cast (it crashes on exponents
+below about -4.5 million and misreads some long texts), and the per-value path
+checks the length and exponent bounds (:mod:`bounds`) before building any
+``Decimal``: such values are ``OUT_OF_RANGE``, and their events are dropped.
 """
 from __future__ import annotations
 
