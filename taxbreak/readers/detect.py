@@ -10,6 +10,7 @@
 """
 from __future__ import annotations
 
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,6 +96,7 @@ def detect_format(path: str | Path) -> TraceFormat:
 
 
 def _read_head(path: Path) -> bytes:
+    _require_regular_file(path)
     try:
         with path.open("rb") as fh:
             return fh.read(_HEAD_BYTES)
@@ -104,3 +106,18 @@ def _read_head(path: Path) -> bytes:
         raise TraceNotFoundError("input.unreadable", "a directory, not a trace file", str(path)) from err
     except OSError as err:
         raise TraceNotFoundError("input.unreadable", f"cannot read the file: {err.strerror}", str(path)) from err
+
+
+def _require_regular_file(path: Path) -> None:
+    """A FIFO or socket would block the read forever, a device never end: refuse them unread."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError as err:
+        raise TraceNotFoundError("input.not_found", "no such file", str(path), hint="check the path") from err
+    except OSError as err:
+        raise TraceNotFoundError("input.unreadable", f"cannot read the file: {err.strerror}", str(path)) from err
+    if stat.S_ISDIR(mode):
+        raise TraceNotFoundError("input.unreadable", "a directory, not a trace file", str(path))
+    if not stat.S_ISREG(mode):
+        raise TraceNotFoundError("input.unreadable", "not a regular file (a FIFO, socket or device)", str(path),
+                                 hint="give the path of a trace file")

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from taxbreak.cli.main import main
 from taxbreak.readers import bounds as B
@@ -232,3 +234,53 @@ def test_long_number_texts_are_read_exactly_not_by_the_decimal_cast(text, monkey
     ns, state = T.us_text_to_ns([b"1.5", text], B.current())
     assert state.tolist() == [T.OK, T.OK]
     assert ns.tolist() == [1500, int(Decimal(text.decode()) * 1000)]
+
+
+_MANTISSA = st.one_of(st.integers(-(10**30), 10**30).map(str),
+                      st.decimals(allow_nan=False, allow_infinity=False, places=6).map(str))
+_HOSTILE_NUMBER = st.one_of(
+    st.builds(lambda m, e, big: f"{m}{big}{e}".encode(), _MANTISSA, st.integers(-(10**9), 10**9),
+              st.sampled_from(["e", "E", "e+", "E-"])),
+    st.integers(1, 300).map(lambda n: b"9" * n),
+    st.integers(1, 300).map(lambda n: b"0." + b"0" * n + b"7"),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.one_of(_HOSTILE_NUMBER, st.sampled_from([b"1.5", b"", b"12"])), min_size=1, max_size=12))
+def test_any_number_text_converts_or_is_out_of_range_never_raises(texts):
+    from taxbreak.readers import kineto_text as T
+
+    ns, state = T.us_text_to_ns(texts)
+    reference = [T._one_us_text_to_ns(t) for t in texts]
+    assert state.tolist() == [s for _, s in reference]
+    assert ns.tolist() == [v for v, _ in reference]
+    assert set(state.tolist()) <= {T.OK, T.MISSING, T.OUT_OF_RANGE, T.WRONG_TYPE}
+
+
+_KEYS = st.lists(st.sampled_from(["traceEvents", "traceName", "deviceProperties", "a", "tr\\u0061ceName"]),
+                 min_size=0, max_size=6)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_KEYS, st.sampled_from(["", " ", "\n  "]))
+def test_duplicate_keys_are_found_exactly_when_present(keys, space):
+    import msgspec
+
+    from taxbreak.readers.kineto_keys import DuplicateKey, object_members
+
+    text = "{" + ",".join(f'{space}"{k}"{space}:{space}[{i}, {{"k": "{k}"}}]' for i, k in enumerate(keys)) + space + "}"
+    decoded = [msgspec.json.decode(f'"{k}"'.encode()) for k in keys]
+    if len(set(decoded)) < len(decoded):
+        with pytest.raises(DuplicateKey):
+            object_members(text.encode())
+    else:
+        assert sorted(object_members(text.encode())) == sorted(decoded)
+
+
+def test_a_fifo_is_refused_unread(tmp_path):
+    fifo = tmp_path / "trace.json"
+    os.mkfifo(fifo)  # opening it for reading would block until a writer comes
+    result = CliRunner().invoke(main, ["info", str(fifo)], env={"TAXBREAK_NO_CACHE": "1"})
+    assert result.exit_code == 1 and result.output.startswith("error[input.unreadable]")
+    assert "FIFO" in result.output
