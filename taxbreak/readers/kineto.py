@@ -29,11 +29,11 @@ import pyarrow as pa
 
 from ..trace.diagnostics import Diagnostics
 from ..trace.errors import TraceFormatError
-from . import bounds as B
 from ..trace.memory import release_freed_heap
 from ..trace.nesting import nesting
 from ..trace.schema import TABLE_NAMES, conform, empty_table
 from ..trace.tables import TraceMeta, TraceTables
+from . import bounds as B
 from .kineto_columns import ColumnSink
 from .kineto_events import (CHUNK_BYTES, ChunkTooLong, InvalidUtf8, chunk_indices, complete_prefix, find_events_array,
                             gc_paused, iter_chunks)
@@ -247,7 +247,8 @@ def _decode(data, path: Path, allow_truncated: bool, bounds: B.Bounds) -> tuple[
     if bytes(view[:3]) == _UTF8_BOM:
         view = view[3:]
     top, events, truncation = _decode_top(view, path, allow_truncated)
-    sink, input_events = _decode_chunks(iter_chunks(events, max_chunk_bytes=CHUNK_BYTES + bounds.string_bytes), bounds)
+    chunks = iter_chunks(events, max_chunk_bytes=CHUNK_BYTES + bounds.string_bytes)
+    sink, input_events = _decode_chunks(chunks, bounds)
     top.traceEvents = msgspec.Raw()
     return top, sink, input_events, truncation
 

@@ -83,11 +83,13 @@ CASES: dict[str, tuple[bytes, str]] = {
                                            "json.duplicate_key"),
     "duplicate_key_after_events.json": (_events(_TEXT_EVENT % ("1", "1"))[:-1] + b',"traceName":"a","traceName":"b"}',
                                         "json.duplicate_key"),
-    "duplicate_key_before_events.json": (b'{"traceName":"a","tr\\u0061ceName":"b",' + _events(_TEXT_EVENT % ("1", "1"))[1:],
+    "duplicate_key_before_events.json": (b'{"traceName":"a","tr\\u0061ceName":"b",'
+                                         + _events(_TEXT_EVENT % ("1", "1"))[1:],
                                          "json.duplicate_key"),
     "epoch_wrap.json": (_events(_TEXT_EVENT % ("9000000000000000", "1"), _TEXT_EVENT % ("-9000000000000000", "1")),
                         "kineto.time_range"),
-    "base_time_beyond_int64.json": (b'{"baseTimeNanoseconds":' + b"9" * 30 + b"," + _events(_TEXT_EVENT % ("1", "1"))[1:],
+    "base_time_beyond_int64.json": (b'{"baseTimeNanoseconds":' + b"9" * 30 + b","
+                                    + _events(_TEXT_EVENT % ("1", "1"))[1:],
                                     "kineto.time_range"),
 }
 

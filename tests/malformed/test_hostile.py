@@ -200,7 +200,8 @@ def test_epoch_wrap_is_refused_not_wrapped():
     assert info.value.code == "kineto.time_range" and B.ENV_SPAN_S in info.value.hint
 
 
-@pytest.mark.parametrize("name", sorted(n for n, (_, c) in CASES.items() if c in ("json.duplicate_key", "json.too_deep")))
+@pytest.mark.parametrize("name", sorted(n for n, (_, c) in CASES.items()
+                                        if c in ("json.duplicate_key", "json.too_deep")))
 def test_annotate_reader_refuses_what_the_reader_refuses(name):
     with pytest.raises(TaxbreakError) as info:
         read_document(CASES_DIR / name)
