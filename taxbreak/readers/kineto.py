@@ -38,7 +38,7 @@ from .kineto_columns import ColumnSink
 from .kineto_events import (CHUNK_BYTES, ChunkTooLong, InvalidUtf8, chunk_indices, complete_prefix, find_events_array,
                             gc_paused, iter_chunks)
 from .kineto_io import read_trace_bytes
-from .kineto_keys import DuplicateKey, object_members
+from .kineto_keys import DuplicateKey, duplicate_key_error, object_members
 from .kineto_parallel import ChunkHelper, ParallelFallback, decode_in_parallel, helpers_for
 from .kineto_stream import EventStream, StreamFallback, iter_blocks
 
@@ -126,7 +126,7 @@ def read_kineto(path: str | Path, allow_truncated: bool = False, parse_workers: 
     except RecursionError:
         raise B.too_deep(path, bounds) from None
     except DuplicateKey as err:
-        raise _duplicate_key(path, err.key) from None
+        raise duplicate_key_error(path, err.key) from None
     except ChunkTooLong as err:
         raise B.too_long(path, bounds, err.args[0]) from None
     except TraceFormatError as err:
@@ -143,12 +143,6 @@ def _read_repairing(path: Path, allow_truncated: bool, parse_workers: int | None
         # replacement and count the replaced sequences, rather than lose a whole
         # trace over one kernel name.
         return _read(path, allow_truncated, repair_utf8=True, helpers=0)
-
-
-def _duplicate_key(path: Path, key: str) -> TraceFormatError:
-    name = f"{key!r}" if key else "a top-level key"
-    return TraceFormatError("json.duplicate_key", f"{name} appears twice at the top level", str(path),
-                            hint="readers disagree on which copy counts; keep one and merge the other into it")
 
 
 def _read(path: Path, allow_truncated: bool, repair_utf8: bool, helpers: int) -> TraceTables:

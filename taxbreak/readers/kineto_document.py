@@ -7,14 +7,14 @@ analysis read, not another copy of them.
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import msgspec
 
 from . import bounds as B
 from .kineto_io import read_trace_bytes
-from .kineto_keys import DuplicateKey, object_members
-from ..trace.errors import TraceFormatError
+from .kineto_keys import DuplicateKey, duplicate_key_error, object_members
 
 
 def read_document(path: str | Path):
@@ -33,13 +33,15 @@ def read_document(path: str | Path):
     except RecursionError:
         raise B.too_deep(path, bounds) from None
     except DuplicateKey as err:
-        name = f"{err.key!r}" if err.key else "a top-level key"
-        raise TraceFormatError("json.duplicate_key", f"{name} appears twice at the top level", str(path),
-                               hint="readers disagree on which copy counts; keep one") from None
+        raise duplicate_key_error(path, err.key) from None
+
+
+_NON_SPACE = re.compile(rb"\S")
 
 
 def _decode(data):
-    if data.lstrip()[:1] != b"{":
+    first = _NON_SPACE.search(data)  # not data.lstrip(): that would copy the whole trace
+    if first is None or data[first.start()] != ord("{"):
         return msgspec.json.decode(data)
     members = object_members(data)
     return {key: msgspec.json.decode(raw) for key, raw in members.items()}

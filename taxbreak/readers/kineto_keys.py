@@ -19,6 +19,8 @@ import re
 import msgspec
 import numpy as np
 
+from ..trace.errors import TraceFormatError
+
 _MEMBERS = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _KEY = rb'"(?:[^"\\]|\\.)*"'
 _FIRST_GAP = re.compile(rb"\s*\{\s*(" + _KEY + rb")\s*:\s*")
@@ -33,6 +35,13 @@ class DuplicateKey(Exception):
     def __init__(self, key: str) -> None:
         super().__init__(key)
         self.key = key
+
+
+def duplicate_key_error(path, key: str) -> TraceFormatError:
+    """``json.duplicate_key`` for :class:`DuplicateKey` ``key`` in the file at ``path``."""
+    name = f"{key!r}" if key else "a top-level key"
+    return TraceFormatError("json.duplicate_key", f"{name} appears twice at the top level", str(path),
+                            hint="readers disagree on which copy counts; keep one and merge the other into it")
 
 
 def object_members(buf) -> dict[str, msgspec.Raw]:
