@@ -285,3 +285,24 @@ def test_a_fifo_is_refused_unread(tmp_path):
     result = CliRunner().invoke(main, ["info", str(fifo)], env={"TAXBREAK_NO_CACHE": "1"})
     assert result.exit_code == 1 and result.output.startswith("error[input.unreadable]")
     assert "FIFO" in result.output
+
+
+def _assert_one_error_line(result, code: str) -> None:
+    assert result.exit_code == 1, result.output
+    lines = result.output.strip().splitlines()
+    assert lines[0].startswith(f"error[{code}]: ") and len(lines) == 2 and lines[1].startswith("  hint: ")
+    assert "Traceback" not in result.output
+
+
+def test_bound_errors_through_the_cli(tmp_path, low_ratio_floor):
+    bomb = _bomb(tmp_path, b'{"traceEvents":[' + b" " * (8 << 20) + b"]}")
+    env = {"TAXBREAK_NO_CACHE": "1"}
+    _assert_one_error_line(CliRunner().invoke(main, ["info", str(bomb)], env=env), "gzip.ratio")
+    big = tmp_path / "big.json.gz"
+    big.write_bytes(gzip.compress(json.dumps({"traceEvents": [_GOOD] * 2000}).encode()))
+    result = CliRunner().invoke(main, ["analyze", str(big)], env={**env, B.ENV_INFLATED_BYTES: "50000"})
+    _assert_one_error_line(result, "gzip.too_large")
+    assert B.ENV_INFLATED_BYTES in result.output
+    long_event = _write(tmp_path, [_GOOD, {**_GOOD, "name": "x" * (24 << 20)}])
+    result = CliRunner().invoke(main, ["info", str(long_event)], env={**env, B.ENV_STRING_BYTES: str(1 << 20)})
+    _assert_one_error_line(result, "json.too_long")
