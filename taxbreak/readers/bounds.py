@@ -19,7 +19,7 @@ can be dropped and the rest kept) and an environment variable that raises it
   / ``gzip.ratio``;
 * ``TAXBREAK_MAX_SPAN_S`` (2**53 ns, ~104 days): the time from the first to the
   last event and the longest duration -> ``kineto.time_range`` (a duration
-  beyond it drops its event with ``event.time_out_of_range``).
+  beyond it drops its event with ``event.number_out_of_range``).
 
 The values are read when a trace is opened, so a variable set in the
 environment of ``taxbreak`` (or in ``os.environ`` before a call) applies.
