@@ -104,12 +104,17 @@ def json_depth(bounds: Bounds) -> Iterator[None]:
             sys.setrecursionlimit(before)
 
 
+def _path_text(path) -> str | None:
+    """The error's path; None below the layer that knows it (the reader fills it in)."""
+    return None if path is None else str(path)
+
+
 def too_deep(path, bounds: Bounds) -> TraceFormatError:
     """The error for a RecursionError of the decoder (a value nested too deep)."""
     return TraceFormatError(
         "json.too_deep",
         f"JSON nested deeper than {bounds.depth:,} levels",
-        str(path),
+        _path_text(path),
         hint=f"no profiler writes such nesting; {ENV_DEPTH} raises the bound",
     )
 
@@ -119,7 +124,7 @@ def too_long(path, bounds: Bounds, held: int) -> TraceFormatError:
     return TraceFormatError(
         "json.too_long",
         f"more than {bounds.string_bytes:,} bytes without an event boundary",
-        str(path),
+        _path_text(path),
         location=f"{held:,} bytes buffered",
         hint=f"a single event or string this long is not a profiler's; {ENV_STRING_BYTES} raises the bound",
     )
@@ -131,7 +136,7 @@ def check_inflated(path, bounds: Bounds, inflated: int, compressed: int) -> None
         raise TraceFormatError(
             "gzip.too_large",
             f"the gzip stream inflates to more than {bounds.inflated_bytes:,} bytes",
-            str(path),
+            _path_text(path),
             location=f"compressed byte {compressed:,}",
             hint=f"{ENV_INFLATED_BYTES} raises the bound",
         )
@@ -140,7 +145,7 @@ def check_inflated(path, bounds: Bounds, inflated: int, compressed: int) -> None
             "gzip.ratio",
             f"the gzip stream inflates more than {bounds.inflate_ratio:g}x "
             f"({inflated:,} bytes from {compressed:,}): a decompression bomb?",
-            str(path),
+            _path_text(path),
             location=f"compressed byte {compressed:,}",
             hint=f"Kineto JSON inflates ~10x; {ENV_INFLATE_RATIO} raises the bound",
         )
@@ -153,7 +158,7 @@ def check_span(path, bounds: Bounds, first_ns: int, last_ns: int) -> None:
             "kineto.time_range",
             f"the events span {(last_ns - first_ns) / 1e9 / 86400:,.0f} days, "
             f"beyond the {bounds.span_ns / 1e9 / 86400:,.0f}-day bound",
-            str(path),
+            _path_text(path),
             location=f"ts from {first_ns / 1000:.0f} to {last_ns / 1000:.0f} µs",
             hint=f"timestamps out of any profiler's range; {ENV_SPAN_S} (seconds) raises the bound",
         )

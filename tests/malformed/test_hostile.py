@@ -297,7 +297,9 @@ def _assert_one_error_line(result, code: str) -> None:
 def test_bound_errors_through_the_cli(tmp_path, low_ratio_floor):
     bomb = _bomb(tmp_path, b'{"traceEvents":[' + b" " * (8 << 20) + b"]}")
     env = {"TAXBREAK_NO_CACHE": "1"}
-    _assert_one_error_line(CliRunner().invoke(main, ["info", str(bomb)], env=env), "gzip.ratio")
+    result = CliRunner().invoke(main, ["info", str(bomb)], env=env)
+    _assert_one_error_line(result, "gzip.ratio")
+    assert result.output.startswith(f"error[gzip.ratio]: {bomb}: ")
     big = tmp_path / "big.json.gz"
     big.write_bytes(gzip.compress(json.dumps({"traceEvents": [_GOOD] * 2000}).encode()))
     result = CliRunner().invoke(main, ["analyze", str(big)], env={**env, B.ENV_INFLATED_BYTES: "50000"})
@@ -306,3 +308,32 @@ def test_bound_errors_through_the_cli(tmp_path, low_ratio_floor):
     long_event = _write(tmp_path, [_GOOD, {**_GOOD, "name": "x" * (24 << 20)}])
     result = CliRunner().invoke(main, ["info", str(long_event)], env={**env, B.ENV_STRING_BYTES: str(1 << 20)})
     _assert_one_error_line(result, "json.too_long")
+    assert result.output.startswith(f"error[json.too_long]: {long_event}: ")
+
+
+def _spaces_bomb(path: Path, inflated_mib: int) -> None:
+    """``{"traceEvents":[`` + spaces + ``]}`` gzip-compressed in pieces (~1,000x: a few hundred KB)."""
+    import zlib
+
+    deflate = zlib.compressobj(1, zlib.DEFLATED, 31)
+    spaces = b" " * (1 << 20)
+    with path.open("wb") as fh:
+        fh.write(deflate.compress(b'{"traceEvents":['))
+        for _ in range(inflated_mib):
+            fh.write(deflate.compress(spaces))
+        fh.write(deflate.compress(b"]}") + deflate.flush())
+
+
+def test_a_gzip_bomb_is_stopped_with_bounded_memory_at_the_default_bounds(tmp_path):
+    import subprocess
+
+    bomb = tmp_path / "bomb.json.gz"
+    _spaces_bomb(bomb, 768)  # 768 MiB inflated from well under 1 MB
+    child = ("import resource, sys\nfrom taxbreak.readers.kineto import read_kineto\n"
+             "try:\n    read_kineto(sys.argv[1])\nexcept Exception as err:\n    print(err.code)\n"
+             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n")
+    run = subprocess.run([sys.executable, "-c", child, str(bomb)], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
+    code, peak_kib = run.stdout.split()
+    assert code == "gzip.ratio"
+    assert int(peak_kib) < 400 * 1024  # stopped near the 64 MiB floor, never near the 768 MiB
