@@ -78,14 +78,10 @@ def require_kineto(path: str | Path) -> None:
 
 def read_kineto_document(path: str | Path) -> dict:
     """The trace as a JSON object (gzip or plain); a list becomes ``{"traceEvents": [...]}``."""
-    raw = Path(path).read_bytes()
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as err:
-            raise TraceFormatError("gzip.truncated", f"gzip stream is corrupt: {err}", path=str(path)) from err
+    from ..readers.kineto_document import read_document  # the reader's bounds and duplicate-key check
+
     try:
-        doc = msgspec.json.decode(raw)
+        doc = read_document(path)
     except msgspec.DecodeError as err:
         raise UnsupportedFormatError("format.unknown", "annotate needs a Kineto JSON trace", path=str(path),
                                      hint="Nsight exports cannot be annotated; give the .json/.json.gz trace") from err
