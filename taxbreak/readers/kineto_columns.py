@@ -147,15 +147,17 @@ def _routes(events: list[Event], ts_state: np.ndarray) -> np.ndarray:
     """One route code per event (table, metadata or the reason it is dropped)."""
     complete, unknown, missing = V.COMPLETE_ROUTES, V.UNKNOWN_CAT, V.MISSING_FIELD
     phases = {**V.PHASE_ROUTES, None: missing}
+    own, own_cat = V.OWN, V.OWN_CATEGORY  # annotate's flows and thread names must not reach the tables
     route = np.array(
         [
-            (complete.get(e.cat, unknown) if e.ph == "X" else phases.get(e.ph, V.UNSUPPORTED_PH))
+            (complete.get(e.cat, unknown) if e.ph == "X" else
+             own if e.cat == own_cat else phases.get(e.ph, V.UNSUPPORTED_PH))
             if e.name is not None else missing
             for e in events
         ],
         dtype=np.int8,
     )
-    needs_ts = route != V.META
+    needs_ts = (route != V.META) & (route != own)
     route[needs_ts & (ts_state == MISSING)] = V.MISSING_FIELD
     route[needs_ts & (ts_state == WRONG_TYPE)] = V.WRONG_TYPE
     return route

@@ -1,0 +1,86 @@
+"""Exact I/O for ``taxbreak annotate``: the original events pass through as text.
+
+The trace is decoded only down to its top-level keys (``dict[str, msgspec.Raw]``),
+so every original event, and every other top-level value, is copied as the
+bytes it was written with: a ``ts`` of ``1712195495521131.125`` stays exactly
+that, in either time base. The added events are appended inside the raw
+``traceEvents`` array, with their times written as decimal µs text from int ns
+(three decimals), never through a float.
+"""
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import msgspec
+
+from ..trace.errors import TraceFormatError, UnsupportedFormatError
+
+_TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_LIST = msgspec.json.Decoder(msgspec.Raw)
+_WHITESPACE = b" \t\r\n"
+
+
+def read_trace_bytes(path: str | Path) -> bytes:
+    """The trace's JSON text (gzip or plain)."""
+    raw = Path(path).read_bytes()
+    if raw[:2] != b"\x1f\x8b":
+        return raw
+    try:
+        return gzip.decompress(raw)
+    except (OSError, EOFError) as err:
+        raise TraceFormatError("gzip.truncated", f"gzip stream is corrupt: {err}", path=str(path)) from err
+
+
+def split_document(raw: bytes, path: str | Path = "") -> tuple[dict[str, msgspec.Raw] | None, bytes]:
+    """``(top-level keys, traceEvents array text)``; keys are None for a bare list trace."""
+    stripped = raw.strip(_WHITESPACE)
+    try:
+        if stripped[:1] == b"[":
+            _LIST.decode(stripped)  # validates the whole array
+            return None, stripped
+        top = _TOP.decode(stripped)
+    except msgspec.DecodeError as err:
+        raise UnsupportedFormatError("format.unknown", "annotate needs a Kineto JSON trace", path=str(path),
+                                     hint="Nsight exports cannot be annotated; give the .json/.json.gz trace") from err
+    events = bytes(top.get("traceEvents", b""))
+    if events[:1] != b"[":
+        raise TraceFormatError("kineto.no_events", "JSON without a traceEvents list", path=str(path))
+    return top, events
+
+
+def splice_events(array: bytes, added: bytes) -> bytes:
+    """``array`` (a JSON array's text) with ``added`` (comma-joined events) appended."""
+    if not added:
+        return array
+    body = array[1:-1].strip(_WHITESPACE)
+    return b"".join((b"[", body, b"," if body else b"", added, b"]"))
+
+
+def join_document(top: dict[str, msgspec.Raw] | None, array: bytes) -> bytes:
+    """The document again: the same top-level values, the new events array."""
+    if top is None:
+        return array
+    top = dict(top)
+    top["traceEvents"] = msgspec.Raw(array)
+    return msgspec.json.encode(top)
+
+
+def us_text(ns: int) -> msgspec.Raw:
+    """Exact µs JSON text of an int ns time: ``1712195495521131125`` -> ``1712195495521131.125``."""
+    sign = "-" if ns < 0 else ""
+    whole, rest = divmod(abs(int(ns)), 1000)
+    return msgspec.Raw(f"{sign}{whole}.{rest:03d}".encode())
+
+
+def encode_events(events: list[dict]) -> bytes:
+    """The added events as comma-joined JSON objects (no surrounding brackets)."""
+    if not events:
+        return b""
+    return msgspec.json.encode(events)[1:-1]
+
+
+def write_document(data: bytes, output: str | Path) -> None:
+    """``data`` to ``output``, gzip-compressed when its name ends in .gz."""
+    out = Path(output)
+    out.write_bytes(gzip.compress(data, compresslevel=6) if out.name.endswith(".gz") else data)
