@@ -146,12 +146,12 @@ def _stream(stream: int) -> str:
     return "none" if stream in (-1, 4294967295) else str(stream)  # 2^32-1: CUPTI's "no stream"
 
 
-def idle_slices(idle: pd.DataFrame | None) -> list[pd.DataFrame]:
+def idle_slices(idle: pd.DataFrame | None, k: pd.DataFrame) -> list[pd.DataFrame]:
     """Device idle pieces by cause, and their mirror on the host thread that caused them
     (the flow arrows join the two by ``link``)."""
     if idle is None or len(idle) == 0:
         return []
-    idle = idle[idle["end_ns"] > idle["start_ns"]].reset_index(drop=True)
+    idle = launching_thread(idle[idle["end_ns"] > idle["start_ns"]].reset_index(drop=True), k)
     start, end = idle["start_ns"].to_numpy(np.int64), idle["end_ns"].to_numpy(np.int64)
     cause = idle["cause"].astype(str).to_numpy()
     args = _idle_args(idle, cause, end - start)
@@ -165,6 +165,20 @@ def idle_slices(idle: pd.DataFrame | None) -> list[pd.DataFrame]:
                    [CAUSED_PREFIX + c for c in cause[on]], start[on], (end - start)[on], [args[i] for i in on],
                    link[on])
     return [device, host]
+
+
+def launching_thread(idle: pd.DataFrame, k: pd.DataFrame) -> pd.DataFrame:
+    """Idle pieces of cause ``launch_api`` (the next kernel's launch call was running) carry
+    no thread in ``Analysis.idle``: it is the thread of that launch call."""
+    missing = (idle["cause"].astype(str) == "launch_api") & idle["pid"].isna() & idle["next_correlation"].notna()
+    if not missing.any() or "correlation" not in k.columns:
+        return idle
+    by_corr = k.drop_duplicates("correlation").set_index("correlation")
+    idle = idle.copy()
+    corr = idle.loc[missing, "next_correlation"]
+    idle.loc[missing, "pid"] = corr.map(by_corr["launch_pid"]).to_numpy()
+    idle.loc[missing, "tid"] = corr.map(by_corr["launch_tid"]).to_numpy()
+    return idle
 
 
 def _idle_args(idle: pd.DataFrame, cause: np.ndarray, dur_ns: np.ndarray) -> list[dict]:
@@ -199,7 +213,7 @@ def kernel_args(k: pd.DataFrame) -> tuple[list[dict], list[dict]]:
 
 def all_slices(k: pd.DataFrame, idle: pd.DataFrame | None) -> pd.DataFrame:
     full, brief = kernel_args(k)
-    parts = host_slices(k, full, brief) + device_slices(k, full) + idle_slices(idle)
+    parts = host_slices(k, full, brief) + device_slices(k, full) + idle_slices(idle, k)
     return pd.concat(parts, ignore_index=True) if parts else _slices([], [], [], [], [], [])
 
 
