@@ -126,7 +126,7 @@ def host_slices(k: pd.DataFrame, full: list[dict], brief: list[dict]) -> list[pd
     return out
 
 
-def device_slices(k: pd.DataFrame, full: list[dict]) -> list[pd.DataFrame]:
+def device_slices(k: pd.DataFrame, brief: list[dict]) -> list[pd.DataFrame]:
     """Per stream: the queue wait of each kernel and its exposed launch latency (ending at it)."""
     device, stream = _int(k, "device")[0], _int(k, "stream")[0]
     start, _ = _int(k, "start_ns")
@@ -134,11 +134,11 @@ def device_slices(k: pd.DataFrame, full: list[dict]) -> list[pd.DataFrame]:
     q_dur, q_dur_ok = _int(k, "queue_wait_ns")
     keep = np.flatnonzero(q_ok & q_dur_ok & (q_dur > 0))
     queue = _slices(device[keep], [f"taxbreak {QUEUE_NAME} (stream {_stream(s)})" for s in stream[keep]],
-                    QUEUE_NAME, q_start[keep], q_dur[keep], [full[i] for i in keep])
+                    QUEUE_NAME, q_start[keep], q_dur[keep], [brief[i] for i in keep])
     latency, ok = _int(k, "launch_latency_ns")
     keep = np.flatnonzero(ok & (latency > 0))
     exposed = _slices(device[keep], [f"taxbreak ΔKT launch latency (stream {_stream(s)})" for s in stream[keep]],
-                      LATENCY_NAME, start[keep] - latency[keep], latency[keep], [full[i] for i in keep])
+                      LATENCY_NAME, start[keep] - latency[keep], latency[keep], [brief[i] for i in keep])
     return [queue, exposed]
 
 
@@ -154,7 +154,7 @@ def idle_slices(idle: pd.DataFrame | None, k: pd.DataFrame) -> list[pd.DataFrame
     idle = launching_thread(idle[idle["end_ns"] > idle["start_ns"]].reset_index(drop=True), k)
     start, end = idle["start_ns"].to_numpy(np.int64), idle["end_ns"].to_numpy(np.int64)
     cause = idle["cause"].astype(str).to_numpy()
-    args = _idle_args(idle, cause, end - start)
+    args = _idle_args(idle)
     link = np.arange(len(idle))
     device = _slices(idle["device"].to_numpy(np.int64), "taxbreak GPU idle by cause",
                      [IDLE_PREFIX + c for c in cause], start, end - start, args, link)
@@ -181,11 +181,13 @@ def launching_thread(idle: pd.DataFrame, k: pd.DataFrame) -> pd.DataFrame:
     return idle
 
 
-def _idle_args(idle: pd.DataFrame, cause: np.ndarray, dur_ns: np.ndarray) -> list[dict]:
+def _idle_args(idle: pd.DataFrame) -> list[dict]:
+    """Step and the correlation id of the activity that ended the gap (cause and length are
+    the slice's name and duration already)."""
     corr, has = _int(idle, "next_correlation")
     step = idle["step"].to_numpy(np.int64) if "step" in idle.columns else np.full(len(idle), -1)
-    return [{"cause": c, "idle_us": round(d / 1e3, 3), "step": int(s), "next_correlation": int(n) if h else None}
-            for c, d, s, n, h in zip(cause.tolist(), dur_ns.tolist(), step.tolist(), corr.tolist(), has.tolist())]
+    return [{"step": s, "next_correlation": n if h else None}
+            for s, n, h in zip(step.tolist(), corr.tolist(), has.tolist())]
 
 
 ARG_COLUMNS = ("correlation", "op_name", "t_py_ns", "t_dispatch_ns", "t_launch_ns", "ft_python_ns",
@@ -194,8 +196,8 @@ ARG_COLUMNS = ("correlation", "op_name", "t_py_ns", "t_dispatch_ns", "t_launch_n
 
 
 def kernel_args(k: pd.DataFrame) -> tuple[list[dict], list[dict]]:
-    """Per kernel: every component value (µs, ``None`` where not measured) for the
-    ΔKT floor, queue and latency slices, and kernel name + correlation for the others."""
+    """Per kernel: its name and every component value (µs, ``None`` where not measured)
+    for the ΔKT floor slice, and the correlation id for the others."""
     names = k["name"].astype(str).tolist()
     cols = {"kernel": names}
     for c in ARG_COLUMNS:
@@ -207,13 +209,14 @@ def kernel_args(k: pd.DataFrame) -> tuple[list[dict], list[dict]]:
         else:
             cols[c] = [None if pd.isna(x) else (x.item() if hasattr(x, "item") else x) for x in k[c]]
     full = [dict(zip(cols, vals)) for vals in zip(*cols.values())]
-    corr = cols.get("correlation", [None] * len(k))
-    return full, [{"kernel": n, "correlation": c} for n, c in zip(names, corr)]
+    # the name is on the kernel's own event and in the floor slice: repeating it on every slice
+    # would double the size of a trace with long template names
+    return full, [{"correlation": c} for c in cols.get("correlation", [None] * len(k))]
 
 
 def all_slices(k: pd.DataFrame, idle: pd.DataFrame | None) -> pd.DataFrame:
     full, brief = kernel_args(k)
-    parts = host_slices(k, full, brief) + device_slices(k, full) + idle_slices(idle, k)
+    parts = host_slices(k, full, brief) + device_slices(k, brief) + idle_slices(idle, k)
     return pd.concat(parts, ignore_index=True) if parts else _slices([], [], [], [], [], [])
 
 

@@ -13,6 +13,9 @@ import gzip
 from pathlib import Path
 
 import msgspec
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..trace.errors import TraceFormatError, UnsupportedFormatError
 
@@ -73,6 +76,20 @@ def us_text(ns: int) -> msgspec.Raw:
     return msgspec.Raw(f"{sign}{whole}.{rest:03d}".encode())
 
 
+def us_texts(ns: np.ndarray) -> list[msgspec.Raw]:
+    """:func:`us_text` of every value, the digits built in bulk by Arrow."""
+    ns = np.asarray(ns, dtype=np.int64)
+    if len(ns) == 0:
+        return []
+    magnitude = np.abs(ns)
+    whole = pc.cast(pa.array(magnitude // 1000), pa.string())
+    rest = pc.utf8_lpad(pc.cast(pa.array(magnitude % 1000), pa.string()), 3, "0")
+    text = pc.binary_join_element_wise(whole, rest, ".")
+    if (ns < 0).any():
+        text = pc.if_else(pa.array(ns < 0), pc.binary_join_element_wise("-", text, ""), text)
+    return [msgspec.Raw(t) for t in pc.cast(text, pa.binary()).to_pylist()]
+
+
 def encode_events(events: list[dict]) -> bytes:
     """The added events as comma-joined JSON objects (no surrounding brackets)."""
     if not events:
@@ -81,6 +98,7 @@ def encode_events(events: list[dict]) -> bytes:
 
 
 def write_document(data: bytes, output: str | Path) -> None:
-    """``data`` to ``output``, gzip-compressed when its name ends in .gz."""
+    """``data`` to ``output``, gzip-compressed when its name ends in .gz (zlib level 6:
+    ISA-L's fastest levels take a tenth of the time but write a ~45 % larger file)."""
     out = Path(output)
-    out.write_bytes(gzip.compress(data, compresslevel=6) if out.name.endswith(".gz") else data)
+    out.write_bytes(gzip.compress(data, compresslevel=6, mtime=0) if out.name.endswith(".gz") else data)

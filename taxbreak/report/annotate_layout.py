@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..trace.nesting import nesting
-from .annotate_io import us_text
+from .annotate_io import us_text, us_texts
 
 CATEGORY = "taxbreak"
 TID_BASE = 2_000_000_000  # above any OS thread id (Linux pid_max <= 2^22) and below 2^32
@@ -89,9 +89,11 @@ def slice_events(slices: pd.DataFrame, tid: np.ndarray, lane: np.ndarray, shift_
     start = slices["start_ns"].to_numpy() + np.int64(shift_ns)
     dur = slices["dur_ns"].to_numpy()
     pid, names, args = slices["pid"].to_numpy(), slices["name"].to_numpy(), slices["args"].to_numpy()
-    events = [{"ph": "X", "cat": CATEGORY, "name": names[i], "pid": int(pid[i]), "tid": int(tid[i]),
-               "ts": us_text(start[i]), "dur": us_text(dur[i]), "args": args[i]}
-              for i in np.flatnonzero(lane >= 0)]
+    on = np.flatnonzero(lane >= 0)
+    ts_text, dur_text = us_texts(start[on]), us_texts(dur[on])
+    events = [{"ph": "X", "cat": CATEGORY, "name": n, "pid": p, "tid": t, "ts": ts, "dur": d, "args": a}
+              for n, p, t, ts, d, a in zip(names[on].tolist(), pid[on].tolist(), tid[on].tolist(), ts_text,
+                                           dur_text, args[on].tolist())]
     for n, i in enumerate(np.flatnonzero(lane < 0)):
         ident = f"0x{ASYNC_ID_BASE + n:x}"
         common = {"cat": CATEGORY, "name": names[i], "id": ident, "pid": int(pid[i]), "tid": int(tid[i])}

@@ -145,7 +145,8 @@ def test_idle_slices_cover_the_idle_frame_and_point_to_their_cause(tmp_path):
     device_idle = [e for e in added if e.ph == "X" and e.name.startswith("GPU idle: ")]
     by_cause: dict[str, Decimal] = {}
     for e in device_idle:
-        by_cause[e.args["cause"]] = by_cause.get(e.args["cause"], Decimal(0)) + e.us("dur")
+        cause = e.name.removeprefix("GPU idle: ")
+        by_cause[cause] = by_cause.get(cause, Decimal(0)) + e.us("dur")
     expected = (analysis.idle["end_ns"] - analysis.idle["start_ns"]).groupby(analysis.idle["cause"].astype(str)).sum()
     assert {c: int(v * 1000) for c, v in by_cause.items()} == {c: int(v) for c, v in expected.items() if v}
     arrows = [e for e in added if e.name == "GPU idle → cause"]
