@@ -197,7 +197,7 @@ ARG_COLUMNS = ("correlation", "op_name", "t_py_ns", "t_dispatch_ns", "t_launch_n
 
 def kernel_args(k: pd.DataFrame) -> tuple[list[dict], list[dict]]:
     """Per kernel: its name and every component value (µs, ``None`` where not measured)
-    for the ΔKT floor slice, and the correlation id for the others."""
+    for the ΔKT floor slice, and the kernel's correlation id for the others."""
     names = k["name"].astype(str).tolist()
     cols = {"kernel": names}
     for c in ARG_COLUMNS:
@@ -208,10 +208,14 @@ def kernel_args(k: pd.DataFrame) -> tuple[list[dict], list[dict]]:
             cols[c[:-3] + "_us"] = [round(v / 1e3, 3) if m else None for v, m in zip(ns.tolist(), measured)]
         else:
             cols[c] = [None if pd.isna(x) else (x.item() if hasattr(x, "item") else x) for x in k[c]]
+    # not "correlation": tools that join launches to kernels by args.correlation (HTA) would
+    # take every added slice for one more launch
+    if "correlation" in cols:
+        cols["kernel_correlation"] = cols.pop("correlation")
     full = [dict(zip(cols, vals)) for vals in zip(*cols.values())]
     # the name is on the kernel's own event and in the floor slice: repeating it on every slice
     # would double the size of a trace with long template names
-    return full, [{"correlation": c} for c in cols.get("correlation", [None] * len(k))]
+    return full, [{"kernel_correlation": c} for c in cols.get("kernel_correlation", [None] * len(k))]
 
 
 def all_slices(k: pd.DataFrame, idle: pd.DataFrame | None) -> pd.DataFrame:

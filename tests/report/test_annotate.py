@@ -293,5 +293,5 @@ def test_real_epoch_trace_keeps_ns_fractions_and_lines_up(shared_traces, tmp_pat
     latency = [e for e in events if e.cat == CATEGORY and e.name == LATENCY_NAME and e.ph == "X"]
     assert stats.kernels > 4000 and floors and latency
     assert any(bytes(e.ts).split(b".")[-1] not in (b"000", b"0") for e in kernels.values())  # ns fractions kept
-    assert all(e.us() == launches[e.args["correlation"]].us() for e in floors)  # exact, to the ns
-    assert all(e.us() + e.us("dur") == kernels[e.args["correlation"]].us() for e in latency)
+    assert all(e.us() == launches[e.args["kernel_correlation"]].us() for e in floors)  # exact, to the ns
+    assert all(e.us() + e.us("dur") == kernels[e.args["kernel_correlation"]].us() for e in latency)
