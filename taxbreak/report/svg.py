@@ -190,9 +190,13 @@ def step_figure(steps: list[int], series: list[tuple[str, list[float | None]]], 
             else:
                 ax.plot(xs, ys, color=color, marker="o", markersize=2.5, linewidth=1.2, label=phase,
                         gid=f"line-{phase}")
-        from matplotlib.ticker import MaxNLocator
+        if len(xs) == 1:  # one bar in the middle, one tick at its step
+            ax.set_xlim(xs[0] - 1.5, xs[0] + 1.5)
+            ax.set_xticks(xs, [str(int(xs[0]))])
+        else:
+            from matplotlib.ticker import MaxNLocator
 
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel(f"step ({len(steps)} steps)" if len(steps) != 1 else "step (1 step)")
         ax.set_ylabel(y_label)
         ax.set_ylim(0, y_max)

@@ -266,3 +266,18 @@ def test_representative_step_is_the_median_decode_step():
                           "start_ns": [0, 10, 20, 30, None], "end_ns": [10, 20, 30, 40, None],
                           "orchestration_us": [100.0, 5.0, 9.0, 7.0, 1.0]})
     assert representative_step(steps)["step"] == 3
+
+
+def test_matplotlib_is_imported_only_when_a_chart_is_drawn(tmp_path):
+    """``taxbreak analyze`` and importing the report modules do not pay for matplotlib."""
+    import subprocess
+    import sys
+
+    trace = write_planted(tmp_path / "t.json")
+    code = ("import sys\n"
+            "import taxbreak.report.html, taxbreak.report.svg, taxbreak.report.timeline, taxbreak.whatif.sweep_report\n"
+            "from taxbreak.cli.main import main\n"
+            f"try:\n    main(['analyze', {str(trace)!r}, '--json'])\nexcept SystemExit:\n    pass\n"
+            "print('matplotlib' in sys.modules, file=sys.stderr)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stderr.strip().splitlines()[-1] == "False"
