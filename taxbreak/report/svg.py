@@ -155,13 +155,18 @@ def _ids(bars, key: str) -> None:
 
 
 def _finish(ax, xlabel: str, legend: bool = True) -> None:
+    from .plotting import plain_ticks
+
+    plain_ticks(ax.xaxis)
     ax.set_xlabel(xlabel)
     ax.set_xlim(left=0)
     ax.grid(axis="x", color="#e5e5e5", linewidth=0.6)
     ax.set_axisbelow(True)
     ax.tick_params(axis="y", length=0)
     if legend:
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=3, fontsize=8)
+        from .plotting import legend_below
+
+        legend_below(ax)
 
 
 def step_chart(steps: list[int], series: list[tuple[str, list[float | None]]], y_label: str,
@@ -200,6 +205,7 @@ def step_figure(steps: list[int], series: list[tuple[str, list[float | None]]], 
         ax.set_xlabel(f"step ({len(steps)} steps)" if len(steps) != 1 else "step (1 step)")
         ax.set_ylabel(y_label)
         ax.set_ylim(0, y_max)
+        plotting.plain_ticks(ax.yaxis)
         ax.grid(axis="y", color="#e5e5e5", linewidth=0.6)
         if len(series) > 1:
             ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)

@@ -216,6 +216,7 @@ def draw(hrows: list[Row], drows: list[Row], idle: list[tuple[int, int, Row]], w
         ax.set_yticks(top - 1 - np.arange(len(rows)) + 0.5, [r.label for r in rows], fontsize=7.5)
         ax.set_ylim(0, max(top, 1))
         ax.set_xlim(0, (w.end_ns - w.start_ns) / 1e3)
+        plotting.plain_ticks(ax.xaxis)
         ax.set_xlabel(f"µs from the window's start ({(w.end_ns - w.start_ns) / 1e3:,.1f} µs shown)")
         ax.tick_params(axis="y", length=0)
         ax.grid(axis="x", color="#eeeeee", linewidth=0.5)
@@ -225,6 +226,5 @@ def draw(hrows: list[Row], drows: list[Row], idle: list[tuple[int, int, Row]], w
                          fontstyle="italic", loc="left")
         handles = [Patch(color=c, label=n) for c, n in LEGEND] + \
             ([Patch(color=IDLE_FILL, alpha=0.25, label="device idle (shaded)")] if drows else [])
-        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.6 / max(len(rows), 2)),
-                  ncol=6, fontsize=7.5)
+        plotting.legend_below(ax, handles, ncol=6, fontsize=7.5)
         return plotting.to_svg(fig, "step timeline", "timeline")

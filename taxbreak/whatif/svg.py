@@ -82,6 +82,7 @@ def chart_figure(chart: Chart):
         _draw_series(ax, chart)
         _x_axis(ax, chart)
         ax.set_ylim(bottom=min(0.0, *(y for s in chart.series for y in s.y if _finite(y))), top=chart.y_max)
+        plotting.plain_ticks(ax.yaxis)
         ax.grid(color="#eeeeee", linewidth=0.6)
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
         return fig
