@@ -58,3 +58,27 @@ def test_unmeasured_sweep_plots_collapse_into_one_sentence():
     assert unplotted_sentence(charts) == \
         "Not plotted, no point measured: HDBI (decode, prefill); kernels per token (decode)."
     assert unplotted_sentence([]) == ""
+
+
+def test_cpu_sweep_page_names_its_unmeasured_plots_in_one_sentence(tmp_path):
+    import json
+
+    from taxbreak.whatif.sweep import run_sweep
+    from taxbreak.whatif.sweep_report import write_sweep_outputs
+
+    from .test_sweep_unit import CONFIG, _step
+
+    def cpu_profile(config, point, run_dir):  # no device: every device-side metric is None
+        run_dir.mkdir(parents=True, exist_ok=True)
+        steps = [_step("prefill", 0, 100.0 * point.batch, None, 400.0, 300.0),
+                 _step("decode", 1, 50.0 + point.batch, None, 200.0, 150.0)]
+        (run_dir / "summary.json").write_text(json.dumps({"steps": steps, "all": {"floor_us": None}}))
+
+    run_sweep(CONFIG, tmp_path, profile_point=cpu_profile)
+    out = write_sweep_outputs(tmp_path)
+    page = (tmp_path / "sweep.html").read_text()
+    assert page.count("Not plotted, no point measured:") == 1
+    assert "HDBI (decode, prefill)" in page and "not measured: no values to plot" not in page
+    drawn = {p.name for p in out["plots"]}
+    assert "prefill-step_us-vs-batch.svg" in drawn and "prefill-hdbi-vs-batch.svg" not in drawn
+    assert page.count("<svg") == len(drawn)
