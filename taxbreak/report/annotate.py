@@ -36,8 +36,8 @@ import pandas as pd
 
 from ..trace.errors import UnsupportedFormatError
 from . import annotate_io as io
-from .annotate_layout import (CATEGORY, FLOW_ID_BASE, MAX_LANES, TID_BASE, assign_lanes, idle_flows,  # noqa: F401
-                              lay_out, launch_flows, nested_subset, slice_events, thread_names)
+from .annotate_layout import (CATEGORY, FLOW_ID_BASE, IDLE_TRACK, MAX_LANES, TID_BASE, assign_lanes,  # noqa: F401
+                              idle_flows, lay_out, launch_flows, nested_subset, slice_events, thread_names)
 
 MAX_FLOWS = 2000
 HOST_PARTS = (("ft_python_ns", "ΔFT python"), ("ft_dispatch_ns", "ΔFT dispatch"), ("ct_ns", "ΔCT library"))
@@ -46,7 +46,6 @@ QUEUE_NAME = "queue wait"
 LATENCY_NAME = "ΔKT launch latency (exposed)"
 IDLE_PREFIX = "GPU idle: "
 CAUSED_PREFIX = "GPU idle caused: "
-SLICE_COLUMNS = ("pid", "track", "name", "start_ns", "dur_ns", "args", "link")
 
 
 @dataclass
@@ -156,7 +155,7 @@ def idle_slices(idle: pd.DataFrame | None, k: pd.DataFrame) -> list[pd.DataFrame
     cause = idle["cause"].astype(str).to_numpy()
     args = _idle_args(idle)
     link = np.arange(len(idle))
-    device = _slices(idle["device"].to_numpy(np.int64), "taxbreak GPU idle by cause",
+    device = _slices(idle["device"].to_numpy(np.int64), IDLE_TRACK,
                      [IDLE_PREFIX + c for c in cause], start, end - start, args, link)
     pid, has_pid = _int(idle, "pid")
     tid, has_tid = _int(idle, "tid")

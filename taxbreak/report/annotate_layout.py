@@ -19,6 +19,7 @@ TID_BASE = 2_000_000_000  # above any OS thread id (Linux pid_max <= 2^22) and b
 FLOW_ID_BASE = 7_000_000_000_000  # far above CUPTI correlation ids, which Kineto's own flows use
 ASYNC_ID_BASE = 8_000_000_000_000
 MAX_LANES = 16
+IDLE_TRACK = "taxbreak GPU idle by cause"  # the device track of Analysis.idle; flows start there
 
 
 def assign_lanes(group: np.ndarray, start: np.ndarray, end: np.ndarray, max_lanes: int = MAX_LANES) -> np.ndarray:
@@ -150,8 +151,8 @@ def idle_flows(slices: pd.DataFrame, tid: np.ndarray, lane: np.ndarray, shift_ns
     frame = frame[(frame["link"].to_numpy() >= 0) & (lane >= 0)]
     if max_flows <= 0 or len(frame) == 0:
         return []
-    device = frame[frame["track"] == "taxbreak GPU idle by cause"]
-    pairs = device.merge(frame[frame["track"] != "taxbreak GPU idle by cause"], on="link", suffixes=("", "_host"))
+    device = frame[frame["track"] == IDLE_TRACK]
+    pairs = device.merge(frame[frame["track"] != IDLE_TRACK], on="link", suffixes=("", "_host"))
     pairs = pairs.sort_values(["dur_ns", "link"], ascending=[False, True], kind="stable").head(max_flows)
     events = []
     for n, row in enumerate(pairs.itertuples(index=False)):
