@@ -115,6 +115,15 @@ def test_unmeasured_values_are_labelled_never_zero():
     assert re.search(r"HDBI<b class=\"missing\">not measured</b>", html)
 
 
+def test_cpu_run_steps_say_not_measured_in_one_line_and_keep_the_host_chart():
+    a = make_analysis()
+    for step in a.summary["steps"]:
+        step["hdbi"] = None
+    html = render_html(a)
+    assert "HDBI per step: not measured in any step (no device activity)" in html
+    assert html.count('aria-label="T_Orchestrate (µs) per step"') == 1
+
+
 def test_planted_trace_report_numbers(tmp_path):
     trace = write_planted(tmp_path / "t.json")
     html = render_html(analyze(trace, floor_us=FLOOR_US), title=str(trace))
