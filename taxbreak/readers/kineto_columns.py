@@ -56,6 +56,9 @@ class ColumnSink:
         ts_ns, ts_state = us_text_to_ns([e.ts for e in events])
         route = _routes(events, ts_state)
         self._count_drops(events, row_ids, route)
+        own = int((route == V.OWN).sum())
+        if own:  # annotate's own events: accounted for, not a diagnostic
+            self.counts["taxbreak"] += own
         meta_idx = np.flatnonzero(route == V.META)
         self.metadata.extend(_metadata(events, meta_idx))
         self.counts["metadata"] += len(meta_idx)

@@ -172,7 +172,8 @@ FRAMES = ("kernels", "steps", "phases", "ops", "host_partition", "idle")
 
 
 def assert_same_analysis(original, again) -> None:
-    """Every frame equal, the summary equal but for the input's path and event count."""
+    """Every frame equal, the summary equal but for the input's path and event count; returns
+    how many of the annotated trace's events were its own tracks (``event_counts["taxbreak"]``)."""
     import pandas as pd
 
     for name in FRAMES:
@@ -181,7 +182,9 @@ def assert_same_analysis(original, again) -> None:
     meta_a, meta_b = dict(a.pop("meta")), dict(b.pop("meta"))
     for key in ("path", "input_events"):
         meta_a.pop(key, None), meta_b.pop(key, None)
+    added = meta_b.get("event_counts", {}).pop("taxbreak", 0)
     assert b == a and meta_b == meta_a
+    return added
 
 
 @pytest.mark.parametrize("epoch", [False, True])
@@ -190,7 +193,10 @@ def test_planted_annotated_trace_analyses_the_same(tmp_path, epoch):
     tables = load_trace(out, use_cache=False)
     assert "event.unknown_category" not in tables.diagnostics.as_dict()
     assert tables.counts() == load_trace(trace, use_cache=False).counts()
-    assert_same_analysis(analysis, analyze(out, floor_us=FLOOR_US))
+    again = analyze(out, floor_us=FLOOR_US)
+    assert assert_same_analysis(analysis, again) == len(added)  # every added event accounted for
+    meta = again.tables.meta
+    assert meta.input_events == sum(meta.event_counts.values())
 
 
 def test_cli_annotate_writes_gzip_and_reports(tmp_path):
