@@ -224,7 +224,8 @@ def draw(hrows: list[Row], drows: list[Row], idle: list[tuple[int, int, Row]], w
         if not drows:
             ax.set_title("no device activity in this window (no CUDA device in trace?)", fontsize=8,
                          fontstyle="italic", loc="left")
-        handles = [Patch(color=c, label=n) for c, n in LEGEND] + \
+        shown = {c for row in rows for c in row.colors}  # a legend of what is drawn, not of every kind
+        handles = [Patch(color=c, label=n) for c, n in LEGEND if c in shown] + \
             ([Patch(color=IDLE_FILL, alpha=0.25, label="device idle (shaded)")] if drows else [])
         plotting.legend_below(ax, handles, ncol=6, fontsize=7.5)
         return plotting.to_svg(fig, "step timeline", "timeline")
