@@ -55,17 +55,19 @@ def report(target, output, floor_us, step_pattern, tokens, quiet):
 @click.argument("trace", metavar="TRACE")
 @click.option("-o", "--output", default="annotated.json.gz", show_default=True,
               help="Annotated Kineto trace (.json or .json.gz).")
+@click.option("--max-flows", type=click.IntRange(min=0), default=2000, show_default=True, metavar="N",
+              help="Flow arrows for the N longest launches and the N longest GPU idle pieces (0: none).")
 @analysis_options
 @quiet_option
 @handle_errors
-def annotate(trace, output, floor_us, step_pattern, tokens, quiet):
-    """Add ΔFT/ΔCT/ΔKT and queueing tracks to a Kineto trace (for Perfetto)."""
+def annotate(trace, output, max_flows, floor_us, step_pattern, tokens, quiet):
+    """Add ΔFT/ΔCT/ΔKT, queue-wait and GPU-idle tracks and flow arrows to a Kineto trace (for Perfetto)."""
     from ..report.annotate import require_kineto, write_annotated
     from ..report.run import find_trace
 
     require_kineto(find_trace(trace)[0])  # fail before a full analysis
     run = _load(trace, floor_us, step_pattern, tokens)
-    stats = write_annotated(run.trace_path, run.analysis, output)
+    stats = write_annotated(run.trace_path, run.analysis, output, max_flows=max_flows)
     status_line(f"wrote {output}: {stats.summary_line()}", quiet)
 
 

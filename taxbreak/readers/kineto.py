@@ -330,6 +330,8 @@ def _assemble(top: _Top, sink: ColumnSink, path: Path, input_events: int, trunca
     meta.event_counts = {name: tables[name].num_rows for name in TABLE_NAMES}
     meta.event_counts["metadata"] = sink.counts["metadata"]
     meta.event_counts["dropped"] = sink.counts["dropped"]
+    if sink.counts.get("taxbreak"):  # only in a trace `taxbreak annotate` wrote
+        meta.event_counts["taxbreak"] = sink.counts["taxbreak"]
     return TraceTables(**tables, meta=meta, diagnostics=diags)
 
 

@@ -61,6 +61,9 @@ class ColumnSink:
         ts_ns, ts_state = us_text_to_ns([e.ts for e in events], self.bounds)
         route = _routes(events, ts_state)
         self._count_drops(events, row_ids, route)
+        own = int((route == V.OWN).sum())
+        if own:  # annotate's own events: accounted for, not a diagnostic
+            self.counts["taxbreak"] += own
         meta_idx = np.flatnonzero(route == V.META)
         self.metadata.extend(_metadata(events, meta_idx))
         self.counts["metadata"] += len(meta_idx)
@@ -176,15 +179,17 @@ def _routes(events: list[Event], ts_state: np.ndarray) -> np.ndarray:
     """One route code per event (table, metadata or the reason it is dropped)."""
     complete, unknown, missing = V.COMPLETE_ROUTES, V.UNKNOWN_CAT, V.MISSING_FIELD
     phases = {**V.PHASE_ROUTES, None: missing}
+    own, own_cat = V.OWN, V.OWN_CATEGORY  # annotate's flows and thread names must not reach the tables
     route = np.array(
         [
-            (complete.get(e.cat, unknown) if e.ph == "X" else phases.get(e.ph, V.UNSUPPORTED_PH))
+            (complete.get(e.cat, unknown) if e.ph == "X" else
+             own if e.cat == own_cat else phases.get(e.ph, V.UNSUPPORTED_PH))
             if e.name is not None else missing
             for e in events
         ],
         dtype=np.int8,
     )
-    needs_ts = route != V.META
+    needs_ts = (route != V.META) & (route != own)
     route[needs_ts & (ts_state == MISSING)] = V.MISSING_FIELD
     route[needs_ts & (ts_state == WRONG_TYPE)] = V.WRONG_TYPE
     route[needs_ts & (ts_state == OUT_OF_RANGE)] = V.NUMBER_OUT_OF_RANGE
