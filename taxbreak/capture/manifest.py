@@ -13,6 +13,7 @@ written to ``manifest.json`` under ``outputs`` instead of silently missing.
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import statistics
@@ -187,8 +188,28 @@ def build_manifest(cfg, model_name: str, spec, parameters: int, trace_path: Path
     }
 
 
+def capture_libraries() -> dict:
+    """The optional libraries this capture ran with, or what stood in for them.
+
+    ``nvtx``: the ``nvtx`` package, ``torch.cuda.nvtx`` or ``none`` (markers.py);
+    ``inflate``: ``isal`` or ``zlib`` for reading gzip traces back (readers).
+    Both fallbacks give the same ranges and bytes, only at another speed, so a
+    figure that looks slow can be traced to them.
+    """
+    from ..readers import kineto_stream
+    from .markers import NVTX_BACKEND
+
+    inflate = getattr(kineto_stream, "inflate_lib", None)
+    if inflate is not None:
+        uses_isal = inflate.__name__.startswith("isal")
+    else:
+        uses_isal = importlib.util.find_spec("isal") is not None
+    return {"nvtx": NVTX_BACKEND, "inflate": "isal" if uses_isal else "zlib"}
+
+
 def host_fields(host: dict) -> dict:
-    """The manifest keys that describe the machine (versions, GPU, CPU and its clock, floor)."""
+    """The manifest keys that describe the machine (versions, GPU, CPU and its clock, floor,
+    the optional libraries in use); shared by ``profile`` and ``trace_handler`` manifests."""
     return {
         "torch_version": host["torch"],
         "cuda_version": host["cuda"],
@@ -198,6 +219,7 @@ def host_fields(host: dict) -> dict:
         "cpu_max_mhz_source": host["cpu_max_mhz_source"],
         "host": host,
         "floor": floor_info(host["gpu_name"], host.get("driver_version")),
+        "libraries": capture_libraries(),
     }
 
 

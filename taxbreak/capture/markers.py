@@ -7,6 +7,12 @@ marker is both an NVTX range (seen by Nsight Systems; a no-op without an NVTX
 tool attached) and a ``torch.profiler.record_function`` range (Kineto
 ``user_annotation``, mirrored on the GPU as ``gpu_user_annotation``).
 
+The NVTX range comes from the ``nvtx`` package; where it is not installed, from
+``torch.cuda.nvtx`` (CUDA builds of torch carry NVTX), else it is left out (a
+CPU build has no NVTX and no Nsight Systems to read it). The names are the same
+either way; :data:`NVTX_BACKEND` says which was used and the run manifest
+records it.
+
 Usable as context managers or decorators in the user's own code::
 
     with taxbreak.phase("prefill"):
@@ -18,16 +24,46 @@ Usable as context managers or decorators in the user's own code::
 from __future__ import annotations
 
 import contextlib
+import importlib
 import itertools
 import threading
 
-import nvtx
 from torch.profiler import record_function
 
 from ..trace.errors import UsageError
 
 PHASES = ("prefill", "decode", "mixed")
 PREFIX = "taxbreak"
+
+
+def _torch_nvtx_range():
+    """``torch.cuda.nvtx.range`` where torch was built with NVTX (CUDA builds), else None."""
+    try:
+        from torch._C import _nvtx  # noqa: F401 - absent from CPU builds, where every call would raise
+    except ImportError:
+        return None
+    from torch.cuda import nvtx as torch_nvtx
+
+    return torch_nvtx.range
+
+
+def pick_nvtx(import_module=importlib.import_module, torch_range=_torch_nvtx_range):
+    """``(backend name, range factory)``: the ``nvtx`` package, ``torch.cuda.nvtx`` or none.
+
+    A missing ``nvtx`` package must not stop a capture (the GPU image lacks it),
+    so the ranges fall back to torch's own NVTX binding with the same names.
+    """
+    try:
+        return "nvtx", import_module("nvtx").annotate
+    except ImportError:
+        pass
+    torch_factory = torch_range()
+    if torch_factory is not None:
+        return "torch.cuda.nvtx", torch_factory
+    return "none", lambda name: contextlib.nullcontext()
+
+
+NVTX_BACKEND, _nvtx_range = pick_nvtx()
 
 _lock = threading.Lock()
 _step_counter = itertools.count()
@@ -76,7 +112,7 @@ class _Range(contextlib.ContextDecorator):
     def __enter__(self) -> str:
         name = self._namer()
         stack = contextlib.ExitStack()
-        stack.enter_context(nvtx.annotate(name))
+        stack.enter_context(_nvtx_range(name))
         stack.enter_context(record_function(name))
         self._stack().append(stack)
         return name

@@ -29,6 +29,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..trace.errors import CaptureError, TaxbreakError, TraceNotFoundError
+from ..trace.paths import run_trace_file
 from ..trace.tables import TraceTables
 from .kineto_log import profiler_session
 from .replay_call import rebuild, resolve_overloads
@@ -68,9 +69,9 @@ def find_trace(run_dir: str | Path) -> Path:
         return path
     if not path.exists():
         raise TraceNotFoundError(code="input.not_found", message="no such run directory", path=str(path))
-    for name in TRACE_NAMES:
-        if (path / name).is_file():
-            return path / name
+    found = run_trace_file(path, TRACE_NAMES)
+    if found is not None:
+        return found
     raise TaxbreakError(code="run.not_a_run", message="no trace.json.gz in the directory", path=str(path),
                         hint="pass a directory written by `taxbreak profile` (Kineto backend)")
 

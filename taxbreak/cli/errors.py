@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import sys
 from typing import Callable
 
@@ -17,23 +18,43 @@ def print_error(err: TaxbreakError) -> None:
         click.echo(f"  hint: {err.hint}", err=True)
 
 
+def error_object(err: TaxbreakError) -> dict:
+    """The JSON form of an error: stable keys, ``None`` for what the error does not carry."""
+    return {"error": {"code": err.code, "message": err.message, "hint": err.hint, "path": err.path,
+                      "location": err.location, "exit_code": err.exit_code}}
+
+
 def handle_errors(fn: Callable) -> Callable:
     """Decorator for click commands: typed errors -> one line + exit code."""
+    return _handled(fn, json_errors=False)
 
+
+def handle_errors_json(fn: Callable) -> Callable:
+    """:func:`handle_errors` for commands whose ``--json`` (``as_json``) promises JSON on stdout:
+    with it, a failure also prints :func:`error_object` there; the stderr line and exit code stay."""
+    return _handled(fn, json_errors=True)
+
+
+def _handled(fn: Callable, json_errors: bool) -> Callable:
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
         except TaxbreakError as err:
-            print_error(err)
-            sys.exit(err.exit_code)
+            _fail(err, json_errors and kwargs.get("as_json"))
         except OSError as err:
             # the readers turn every input problem into a typed error, so an OSError that
             # reaches here comes from writing an output (-o, --junit, --markdown, ...)
-            print_error(unwritable(err))
-            sys.exit(1)
+            _fail(unwritable(err), json_errors and kwargs.get("as_json"))
 
     return wrapper
+
+
+def _fail(err: TaxbreakError, as_json: bool) -> None:
+    print_error(err)
+    if as_json:
+        click.echo(json.dumps(error_object(err), indent=1))
+    sys.exit(err.exit_code)
 
 
 def unwritable(err: OSError) -> TaxbreakError:

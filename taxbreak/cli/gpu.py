@@ -6,7 +6,8 @@ import math
 
 import click
 
-from .errors import handle_errors
+from ..trace.words import NOT_MEASURED
+from .errors import handle_errors_json
 
 PUBLISHED_FLOOR_US = {"H100": 4.71, "H200": 4.50}  # TaxBreak, null-kernel mean
 
@@ -29,7 +30,7 @@ def _clean(value):
 
 def _fmt(value, digits: int = 2) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "—"
+        return NOT_MEASURED
     return f"{value:,.{digits}f}" if isinstance(value, float) else str(value)
 
 
@@ -41,7 +42,7 @@ def _fmt(value, digits: int = 2) -> str:
 @click.option("--keep-trace", type=click.Path(file_okay=False), default=None,
               help="Keep the floor traces in this folder.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-@handle_errors
+@handle_errors_json
 def floor(warmup, runs, keep_trace, as_json):
     """Measure the null-kernel launch floor T_sys and cache it per GPU and driver."""
     from ..capture.floor import measure_floor
@@ -74,7 +75,7 @@ def floor(warmup, runs, keep_trace, as_json):
 @click.option("--top", type=click.IntRange(min=1), default=20, show_default=True,
               help="Kernels shown in the table (by frequency).")
 @click.option("--json", "as_json", is_flag=True, help="Print summary, kernels and skipped ops as JSON.")
-@handle_errors
+@handle_errors_json
 def replay(run_dir, warmup, runs, floor_us, keep_trace, top, as_json):
     """Replay each unique kernel's ATen op in isolation; in-trace vs isolated."""
     from ..capture.replay import replay as run_replay

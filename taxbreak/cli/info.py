@@ -8,8 +8,9 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from ..trace.words import NOT_MEASURED
 from .errors import handle_errors
-from .status import working
+from .status import quiet_option, status_line, working
 
 _TRUNCATED_HELP = "Keep the complete events of a truncated trace (adds a trace.truncated diagnostic)."
 
@@ -18,13 +19,14 @@ _TRUNCATED_HELP = "Keep the complete events of a truncated trace (adds a trace.t
 @click.argument("trace", type=click.Path(path_type=str))
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object with stable keys on stdout.")
 @click.option("--allow-truncated", is_flag=True, help=_TRUNCATED_HELP)
+@quiet_option
 @handle_errors
-def info(trace: str, as_json: bool, allow_truncated: bool) -> None:
+def info(trace: str, as_json: bool, allow_truncated: bool, quiet: bool) -> None:
     """Devices, time span, rows per table and per kind, and diagnostics of TRACE (file or RUN_DIR)."""
     from ..readers import load_trace
     from ..readers.summary import summarize_tables
 
-    with working("reading", trace):
+    with working("reading", trace, quiet):
         summary = summarize_tables(load_trace(trace, allow_truncated=allow_truncated))
     if as_json:
         click.echo(json.dumps(summary, indent=1, sort_keys=True))
@@ -34,13 +36,15 @@ def info(trace: str, as_json: bool, allow_truncated: bool) -> None:
 
 def render_info(summary: dict, console: Console) -> None:
     """The rich rendering of :func:`taxbreak.readers.summary.summarize_tables`."""
-    console.print(f"[bold]{summary['path']}[/bold]  {summary['format']} (schema {summary['format_version'] or '?'})",
+    console.print(f"[bold]{summary['path']}[/bold]  {summary['format']} "
+                  f"(schema {summary['format_version'] or NOT_MEASURED})",
                   soft_wrap=True)
     devices = ", ".join(f"{d['id']}: {d['name']}" for d in summary["devices"]) or "unknown (no device properties)"
     console.print(f"devices: {devices}")
     span = summary["span"]
     span_text = f"{span['dur_ns'] / 1e6:,.3f} ms" if span else "no timed events"
-    console.print(f"time span: {span_text}   time base: {summary['time_base']}   rank: {summary['rank']}")
+    rank = NOT_MEASURED if summary["rank"] is None else summary["rank"]
+    console.print(f"time span: {span_text}   time base: {summary['time_base']}   rank: {rank}")
     console.print(_tables_table(summary))
     console.print(_accounting_line(summary))
     if summary["diagnostics"]:
@@ -80,15 +84,16 @@ def _diagnostics_table(diagnostics: dict) -> Table:
 @click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False, path_type=str),
               help="Directory for one Parquet file per table plus trace_meta.json.")
 @click.option("--allow-truncated", is_flag=True, help=_TRUNCATED_HELP)
+@quiet_option
 @handle_errors
-def convert(trace: str, out_dir: str, allow_truncated: bool) -> None:
+def convert(trace: str, out_dir: str, allow_truncated: bool, quiet: bool) -> None:
     """Write the canonical tables of TRACE as Parquet (pandas, DuckDB, Spark read them)."""
     from ..readers import load_trace
 
-    with working("reading", trace):
+    with working("reading", trace, quiet):
         tables = load_trace(trace, allow_truncated=allow_truncated)
     written = tables.to_parquet(Path(out_dir))
     for path in written:
         click.echo(str(path))
     rows = sum(tables.counts().values())
-    click.echo(f"wrote {len(written)} files, {rows:,} rows to {out_dir}", err=True)
+    status_line(f"wrote {len(written)} files, {rows:,} rows to {out_dir}", quiet)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import click
@@ -9,7 +10,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from ..trace.errors import UsageError
+from ..trace.words import NOT_MEASURED
 from .errors import handle_errors
+from .status import quiet_option
 
 _STAGES = {
     "build": "building model",
@@ -44,11 +48,13 @@ _STAGES = {
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of weights and prompt.")
 @click.option("--output", "-o", "out_dir", type=click.Path(file_okay=False), default=None,
               help="Run directory (default ./taxbreak-runs/<UTC time>-<model>/).")
-@click.option("--quiet", "-q", is_flag=True, help="No progress display.")
+@click.option("--force", is_flag=True, help="Write into an --output directory that already holds files.")
+@quiet_option
 @click.option("--json", "as_json", is_flag=True, help="Print manifest and summary as JSON on stdout.")
 @handle_errors
-def profile(out_dir, quiet, as_json, **options):
+def profile(out_dir, force, quiet, as_json, **options):
     """Profile prefill and decode of a built-in model; write a run directory and its decomposition."""
+    refuse_existing(out_dir, force)
     from ..capture.runner import ProfileConfig
     from ..capture.runner import profile as run_profile
 
@@ -62,7 +68,21 @@ def profile(out_dir, quiet, as_json, **options):
                               indent=2, default=str))
         return
     render_result(result, Console())
-    err_console.print(f"run directory: [bold]{result.run_dir}[/bold]")
+    err_console.print(f"run directory: [bold]{result.run_dir}[/bold]")  # a result, kept under -q
+
+
+def refuse_existing(out_dir: str | None, force: bool) -> None:
+    """``-o DIR`` naming a folder that already holds files is refused unless ``--force``:
+    a new run would mix its trace and tables with the old ones. An empty folder is fine."""
+    if out_dir is None or force or not os.path.isdir(out_dir):
+        return
+    try:
+        occupied = any(os.scandir(out_dir))
+    except OSError:
+        return  # unreadable: the write itself will report it as output.unwritable
+    if occupied:
+        raise UsageError("usage.invalid", "the output directory already holds files", path=out_dir,
+                         hint="choose a new -o directory, or add --force to write over this one")
 
 
 class _progress:
@@ -125,14 +145,15 @@ def _render_capture(manifest: dict, console: Console) -> None:
 
 def _fmt_floor(floor: dict) -> str:
     if floor.get("floor_us") is None:
-        return f"unavailable ({floor.get('reason', floor.get('source'))})"
+        return f"{NOT_MEASURED} ({floor.get('reason', floor.get('source'))})"
     return f"{floor['floor_us']:.2f} µs ({floor['source']})"
 
 
 def _render_overhead(manifest: dict, console: Console) -> None:
     over = manifest["capture_overhead"]
     if over["overhead_pct"] is None:
-        console.print(f"capture overhead: unavailable ({over.get('reason', 'not measured')})")
+        reason = over.get("reason")
+        console.print(f"capture overhead: {NOT_MEASURED}" + (f" ({reason})" if reason else ""))
         return
     console.print(f"capture overhead: {over['overhead_pct']:+.0f}% of step time "
                   f"({over['step_ms_without_profiler']:.3f} ms/step without profiler, "

@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import click
 
 from .errors import handle_errors
+from .status import quiet_option, status_line
 
 
 def analysis_options(fn):
@@ -38,31 +40,35 @@ def _write(path: str, text: str) -> None:
 @click.argument("target", metavar="RUN_DIR|TRACE")
 @click.option("-o", "--output", default="report.html", show_default=True, help="HTML file to write.")
 @analysis_options
+@quiet_option
 @handle_errors
-def report(target, output, floor_us, step_pattern, tokens):
+def report(target, output, floor_us, step_pattern, tokens, quiet):
     """Write a self-contained HTML report (opens offline)."""
     from ..report.html import render_html
 
     run = _load(target, floor_us, step_pattern, tokens)
     _write(output, render_html(run.analysis, manifest=run.manifest, title=str(target)))
-    click.echo(f"wrote {output}", err=True)
+    status_line(f"wrote {output}", quiet)
 
 
 @click.command("annotate")
 @click.argument("trace", metavar="TRACE")
 @click.option("-o", "--output", default="annotated.json.gz", show_default=True,
               help="Annotated Kineto trace (.json or .json.gz).")
+@click.option("--max-flows", type=click.IntRange(min=0), default=2000, show_default=True, metavar="N",
+              help="Flow arrows for the N longest launches and the N longest GPU idle pieces (0: none).")
 @analysis_options
+@quiet_option
 @handle_errors
-def annotate(trace, output, floor_us, step_pattern, tokens):
-    """Add ΔFT/ΔCT/ΔKT and queueing tracks to a Kineto trace (for Perfetto)."""
+def annotate(trace, output, max_flows, floor_us, step_pattern, tokens, quiet):
+    """Add ΔFT/ΔCT/ΔKT, queue-wait and GPU-idle tracks and flow arrows to a Kineto trace (for Perfetto)."""
     from ..report.annotate import require_kineto, write_annotated
     from ..report.run import find_trace
 
     require_kineto(find_trace(trace)[0])  # fail before a full analysis
     run = _load(trace, floor_us, step_pattern, tokens)
-    stats = write_annotated(run.trace_path, run.analysis, output)
-    click.echo(f"wrote {output}: {stats.summary_line()}", err=True)
+    stats = write_annotated(run.trace_path, run.analysis, output, max_flows=max_flows)
+    status_line(f"wrote {output}: {stats.summary_line()}", quiet)
 
 
 @click.command("diff")
@@ -102,24 +108,27 @@ def _json_default(value):
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON instead of a table.")
 @click.option("--allow-unmeasured", is_flag=True, help="Skip limits on unmeasured metrics instead of failing.")
 @analysis_options
+@quiet_option
 @handle_errors
-def check(target, budget_path, baseline, junit, markdown, as_json, allow_unmeasured, floor_us, step_pattern, tokens):
+def check(target, budget_path, baseline, junit, markdown, as_json, allow_unmeasured, floor_us, step_pattern, tokens,
+          quiet):
     """Check overhead budgets; exit 0 when all hold, 1 when any is exceeded, 2 for a bad budget."""
     from ..report.budget import load_budget
     from ..report.check import evaluate_budget
     from ..report.check_render import headline, render_check_text, render_junit, render_markdown
 
+    started = time.perf_counter()
     budget = load_budget(budget_path)  # before the analysis: a bad budget fails fast
     run = _load(target, floor_us, step_pattern, tokens)
     base = _load(baseline, floor_us, step_pattern, tokens).analysis.summary if baseline else None
     result = evaluate_budget(budget, run.analysis.summary, base, allow_unmeasured=allow_unmeasured)
     if junit:
-        _write(junit, render_junit(result))
+        _write(junit, render_junit(result, time_s=time.perf_counter() - started))
     if markdown:
         _write(markdown, render_markdown(result))
     if as_json:
         click.echo(json.dumps(result.as_dict(), indent=1))
     else:
         click.echo(render_check_text(result), nl=False)
-    click.echo(headline(result), err=True)
+    status_line(headline(result), quiet)
     sys.exit(0 if result.passed else 1)

@@ -8,6 +8,7 @@ import click
 
 from ..trace.errors import UsageError
 from .errors import handle_errors
+from .status import quiet_option, status_line
 
 
 def _int_list(text: str, flag: str) -> list[int]:
@@ -34,22 +35,26 @@ def _float_list(text: str | None, flag: str) -> list[float]:
 
 @click.command()
 @click.option("--model", "-m", required=True, help="Model preset (e.g. llama-3.2-1b, olmoe-1b-7b-tiny).")
-@click.option("--batch-sizes", default="1,2,4,8,16", show_default=True, help="Comma-separated batch sizes.")
-@click.option("--seq-lens", default="512,1024,2048", show_default=True, help="Comma-separated prompt lengths.")
-@click.option("--new-tokens", default=10, show_default=True, type=int, help="Tokens per run: 1 prefill + decode steps.")
+@click.option("--batch-sizes", "--batch-size", "-b", "batch_sizes", default="1,2,4,8,16", show_default=True,
+              help="Comma-separated batch sizes.")
+@click.option("--seq-lens", "--seq-len", "-s", "seq_lens", default="512,1024,2048", show_default=True,
+              help="Comma-separated prompt lengths.")
+@click.option("--new-tokens", "-t", default=10, show_default=True, type=click.IntRange(min=1),
+              help="Tokens per run: 1 prefill + decode steps.")
 @click.option("--tiny/--full-size", default=None, help="CPU-size variant of the preset (default: tiny on CPU).")
 @click.option("--device", default=None, help="cpu or cuda (default: cuda when present).")
 @click.option("--dtype", default=None, help="float32, bfloat16, float16 (default: bf16 on CUDA, fp32 on CPU).")
-@click.option("--warmup", default=2, show_default=True, type=int, help="Unrecorded runs per point.")
-@click.option("--runs", default=3, show_default=True, type=int, help="Recorded runs per point.")
+@click.option("--warmup", default=2, show_default=True, type=click.IntRange(min=0), help="Unrecorded runs per point.")
+@click.option("--runs", default=3, show_default=True, type=click.IntRange(min=1), help="Recorded runs per point.")
 @click.option("--mixed-shares", default=None, help="Also profile mixed steps at these decode-token shares (0.1,0.2,0.4,0.8).")
 @click.option("--decode-context", default=64, show_default=True, type=int, help="Cached tokens per decode request in mixed steps.")
 @click.option("--hdbi-threshold", default=0.5, show_default=True, type=float, help="HDBI taken as device-bound.")
 @click.option("--json", "as_json", is_flag=True, help="Print the sweep index (with the transition point) as JSON.")
 @click.option("--output", "-o", "sweep_dir", required=True, type=click.Path(file_okay=False), help="Sweep directory.")
+@quiet_option
 @handle_errors
 def sweep(model, batch_sizes, seq_lens, new_tokens, tiny, device, dtype, warmup, runs, mixed_shares,
-          decode_context, hdbi_threshold, as_json, sweep_dir):
+          decode_context, hdbi_threshold, as_json, sweep_dir, quiet):
     """Profile every (batch size, sequence length) point into SWEEP_DIR/b<B>-s<S>/ and find the transition point.
 
     Resumable: a point whose run directory is complete is not profiled again.
@@ -62,11 +67,14 @@ def sweep(model, batch_sizes, seq_lens, new_tokens, tiny, device, dtype, warmup,
                          seq_lens=_int_list(seq_lens, "--seq-lens"), new_tokens=new_tokens, tiny=tiny,
                          device=device, dtype=dtype, warmup=warmup, runs=runs,
                          mixed_shares=_float_list(mixed_shares, "--mixed-shares"), mixed_decode_context=decode_context)
-    result = _with_progress(lambda progress: run_sweep(config, sweep_dir, progress=progress))
+    if quiet:
+        result = run_sweep(config, sweep_dir)
+    else:
+        result = _with_progress(lambda progress: run_sweep(config, sweep_dir, progress=progress))
     outputs = write_sweep_outputs(sweep_dir, hdbi_threshold)
-    click.echo(f"{len(result.points)} points: {result.profiled} profiled, "
-               f"{sum(p.status == 'reused' for p in result.points)} reused, {len(result.failed)} failed -> {sweep_dir}",
-               err=True)
+    status_line(f"{len(result.points)} points: {result.profiled} profiled, "
+                f"{sum(p.status == 'reused' for p in result.points)} reused, {len(result.failed)} failed -> {sweep_dir}",
+                quiet)
     if as_json:
         click.echo(json.dumps({**outputs["transition"], "points": [p.point.name for p in result.points]}, indent=1))
     else:

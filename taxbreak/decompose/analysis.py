@@ -17,12 +17,14 @@ from ..trace.errors import UsageError
 from ..trace.memory import release_freed_heap
 from ..trace.nesting import sorted_unique
 from ..trace.tables import TraceTables
+from .accessors import PhaseValues, phase_names, phase_values
 from .components import build_kernels
 from .floor import resolve_floor
 from .idle import attribute_idle, window_pieces
 from .inputs import resolve_input
 from .link import link
 from .partition import device_busy, host_partition
+from .reprs import analysis_repr, analysis_repr_html
 from .scopes import ScopeInputs, build_ops, phase_table, prepare_scopes, step_table
 from .steps import BETWEEN, BETWEEN_NAME, compile_pattern, find_steps, is_marker, marker_candidates
 from .summary import Context
@@ -32,7 +34,7 @@ log = logging.getLogger(__name__)
 FRAMES = ("kernels", "steps", "phases", "ops", "host_partition", "idle")
 
 
-@dataclass
+@dataclass(repr=False)
 class Analysis:
     """The decomposition of one trace (attributes in docs/architecture.md)."""
 
@@ -65,6 +67,25 @@ class Analysis:
         """
         data = msgspec.json.encode(self.summary, enc_hook=_json_default)
         return (msgspec.json.format(data, indent=indent) if indent else data).decode()
+
+    @property
+    def phase_names(self) -> list[str]:
+        """``"all"`` then the phases of this trace (``unknown`` for a trace without taxbreak markers)."""
+        return phase_names(self.summary)
+
+    def phase(self, name: str = "all") -> PhaseValues:
+        """The typed values of one phase, or of the whole trace (``"all"``); docs/architecture.md.
+
+        Raises:
+            UnknownPhaseError: ``analysis.unknown_phase`` (a ``KeyError`` too), listing the known phases.
+        """
+        return phase_values(self.summary, name)
+
+    def __repr__(self) -> str:
+        return analysis_repr(self)
+
+    def _repr_html_(self) -> str:
+        return analysis_repr_html(self)
 
 
 def _json_default(value):

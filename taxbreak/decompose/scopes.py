@@ -9,6 +9,7 @@ import pandas as pd
 
 from ..trace.nesting import nesting, sorted_unique
 from .link import Links, root_atens
+from .dtypes import nullable_numeric
 from .steps import BETWEEN, BETWEEN_NAME, Steps
 from .summary import (SUMMARY_KEYS, Context, Grouping, IdleArrays, KernelArrays, grouped_columns, grouped_metrics,
                       idle_arrays, kernel_arrays)
@@ -126,7 +127,7 @@ def _flat(df: pd.DataFrame) -> pd.DataFrame:
     dict keeps them as dicts)."""
     for key in NESTED_KEYS:
         df[key] = [None if v is None else encode(v).decode() for v in df[key].tolist()]
-    return df
+    return nullable_numeric(df)
 
 
 def _optional_ints(values: pd.Series) -> list:

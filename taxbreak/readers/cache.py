@@ -51,7 +51,9 @@ _PENDING: dict[str, threading.Thread] = {}  # background writes of this process,
 _PENDING_LOCK = threading.Lock()
 
 # Bump when a reader changes what it writes into the tables for the same input.
-READER_FORMAT_VERSION = 3  # 2: profiler span as event.profiler_span; 3: text columns dictionary-encoded
+READER_FORMAT_VERSION = 5  # 2: profiler span as event.profiler_span; 3: text columns dictionary-encoded;
+# 4: hostile-input bounds (ts/dur and ids out of range dropped and counted, bound errors)
+# 5: cat "taxbreak" (annotate's own tracks) skipped silently
 DEFAULT_MAX_BYTES = 5 * 1024**3
 ENTRY_FILE = "entry.json"
 _TMP_PREFIX = ".tmp-"

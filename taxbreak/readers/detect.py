@@ -10,10 +10,12 @@
 """
 from __future__ import annotations
 
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..trace.errors import TraceFormatError, TraceNotFoundError, UnsupportedFormatError
+from ..trace.paths import run_trace_file
 
 KINETO = "kineto"
 NSYS_SQLITE = "nsys_sqlite"
@@ -52,9 +54,9 @@ def resolve_trace_path(path: str | Path) -> Path:
     if not (path / "manifest.json").is_file():
         raise UnsupportedFormatError("run.not_a_run", "a directory without manifest.json", str(path),
                                      hint="pass a trace file, or a run directory written by `taxbreak profile`")
-    for name in RUN_TRACE_NAMES:
-        if (path / name).is_file():
-            return path / name
+    found = run_trace_file(path, RUN_TRACE_NAMES)
+    if found is not None:
+        return found
     raise UnsupportedFormatError("run.no_traces", "a run directory without a trace", str(path),
                                  hint=f"expected one of {', '.join(RUN_TRACE_NAMES)}")
 
@@ -88,13 +90,14 @@ def detect_format(path: str | Path) -> TraceFormat:
         raise TraceFormatError("input.empty", "the file holds only whitespace", str(path))
     raise UnsupportedFormatError(
         "format.unknown",
-        f"unrecognised content (starts with {head[:16]!r})",
+        "unrecognised content",  # none of it shown: the path may be a link to a secret (/proc/self/environ)
         str(path),
         hint="taxbreak reads Kineto JSON (.json/.json.gz) and Nsight Systems exports (.sqlite/.nsys-rep)",
     )
 
 
 def _read_head(path: Path) -> bytes:
+    _require_regular_file(path)
     try:
         with path.open("rb") as fh:
             return fh.read(_HEAD_BYTES)
@@ -104,3 +107,18 @@ def _read_head(path: Path) -> bytes:
         raise TraceNotFoundError("input.unreadable", "a directory, not a trace file", str(path)) from err
     except OSError as err:
         raise TraceNotFoundError("input.unreadable", f"cannot read the file: {err.strerror}", str(path)) from err
+
+
+def _require_regular_file(path: Path) -> None:
+    """A FIFO or socket would block the read forever, a device never end: refuse them unread."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError as err:
+        raise TraceNotFoundError("input.not_found", "no such file", str(path), hint="check the path") from err
+    except OSError as err:
+        raise TraceNotFoundError("input.unreadable", f"cannot read the file: {err.strerror}", str(path)) from err
+    if stat.S_ISDIR(mode):
+        raise TraceNotFoundError("input.unreadable", "a directory, not a trace file", str(path))
+    if not stat.S_ISREG(mode):
+        raise TraceNotFoundError("input.unreadable", "not a regular file (a FIFO, socket or device)", str(path),
+                                 hint="give the path of a trace file")

@@ -33,9 +33,12 @@ from ..trace.memory import release_freed_heap
 from ..trace.nesting import nesting
 from ..trace.schema import TABLE_NAMES, conform, empty_table
 from ..trace.tables import TraceMeta, TraceTables
+from . import bounds as B
 from .kineto_columns import ColumnSink
-from .kineto_events import InvalidUtf8, chunk_indices, complete_prefix, find_events_array, gc_paused, iter_chunks
+from .kineto_events import (CHUNK_BYTES, ChunkTooLong, InvalidUtf8, chunk_indices, complete_prefix, find_events_array,
+                            gc_paused, iter_chunks)
 from .kineto_io import read_trace_bytes
+from .kineto_keys import DuplicateKey, duplicate_key_error, object_members
 from .kineto_parallel import ChunkHelper, ParallelFallback, decode_in_parallel, helpers_for
 from .kineto_stream import EventStream, StreamFallback, iter_blocks
 
@@ -76,7 +79,19 @@ class _Top(msgspec.Struct):
     with_modules: Any = None
 
 
-_TOP = msgspec.json.Decoder(_Top)
+_TOP_FIELDS = tuple(name for name in _Top.__struct_fields__ if name != "traceEvents")
+
+
+def decode_top(text) -> tuple[_Top, frozenset[str]]:
+    """The top-level keys of a Kineto object and the set of its key names.
+
+    Raises:
+        DuplicateKey: a key appears twice (:mod:`kineto_keys`).
+        msgspec.DecodeError / ValidationError: not a valid JSON object.
+    """
+    members = object_members(text)
+    values = {name: msgspec.json.decode(members[name]) for name in _TOP_FIELDS if name in members}
+    return _Top(traceEvents=members.get("traceEvents", msgspec.Raw()), **values), frozenset(members)
 
 
 def read_kineto(path: str | Path, allow_truncated: bool = False, parse_workers: int | None = None) -> TraceTables:
@@ -98,9 +113,29 @@ def read_kineto(path: str | Path, allow_truncated: bool = False, parse_workers: 
     Raises:
         TraceNotFoundError: ``input.not_found``, ``input.unreadable``.
         TraceFormatError: ``input.empty``, ``gzip.truncated``, ``json.truncated``,
-            ``json.invalid``, ``kineto.no_events``, ``kineto.wrong_type``.
+            ``json.invalid``, ``kineto.no_events``, ``kineto.wrong_type``, and
+            past a bound on hostile input (:mod:`bounds`): ``json.too_deep``,
+            ``json.too_long``, ``json.duplicate_key``, ``gzip.too_large``,
+            ``gzip.ratio``, ``kineto.time_range``.
     """
     path = Path(path)
+    bounds = B.current()
+    try:
+        with B.json_depth(bounds):
+            return _read_repairing(path, allow_truncated, parse_workers)
+    except RecursionError:
+        raise B.too_deep(path, bounds) from None
+    except DuplicateKey as err:
+        raise duplicate_key_error(path, err.key) from None
+    except ChunkTooLong as err:
+        raise B.too_long(path, bounds, err.args[0]) from None
+    except TraceFormatError as err:
+        if err.path is None:  # raised below the layer that knows the path (stream, bounds)
+            err.path = str(path)
+        raise
+
+
+def _read_repairing(path: Path, allow_truncated: bool, parse_workers: int | None) -> TraceTables:
     try:
         return _read(path, allow_truncated, repair_utf8=False, helpers=helpers_for(path, parse_workers))
     except InvalidUtf8:
@@ -127,11 +162,12 @@ def _read(path: Path, allow_truncated: bool, repair_utf8: bool, helpers: int) ->
 def _read_streaming(path: Path, helpers: int = 0) -> TraceTables:
     """The common case, a valid file: decoded block by block (:mod:`kineto_stream`),
     with a helper process decoding some of the chunks when ``helpers`` is 1."""
+    bounds = B.current()
     helper = _start_helper() if helpers else None  # forked before the inflate thread starts
     try:
-        stream = EventStream(iter_blocks(path), _TOP)
+        stream = EventStream(iter_blocks(path, bounds), decode_top, bounds)
         if helper is None:
-            sink, input_events = _decode_chunks(stream.chunks())
+            sink, input_events = _decode_chunks(stream.chunks(), bounds)
         else:
             sink, input_events = decode_in_parallel(stream.raw_chunks(), helper)
     except OSError as err:
@@ -139,6 +175,9 @@ def _read_streaming(path: Path, helpers: int = 0) -> TraceTables:
     finally:
         if helper is not None:
             helper.close()
+    repeated = stream.header_keys & stream.trailer_keys
+    if repeated:
+        raise DuplicateKey(min(repeated))
     top = _merge_top(stream.header, stream.trailer)
     return _assemble(top, sink, path, input_events, None)
 
@@ -161,8 +200,8 @@ def _merge_top(header: "_Top", trailer: "_Top | None") -> "_Top":
     return header
 
 
-def _decode_chunks(chunks) -> tuple[ColumnSink, int]:
-    sink = ColumnSink()
+def _decode_chunks(chunks, bounds: B.Bounds) -> tuple[ColumnSink, int]:
+    sink = ColumnSink(bounds)
     input_events = 0
     with gc_paused():
         for first, chunk, bad in chunks:
@@ -175,13 +214,14 @@ def _decode_chunks(chunks) -> tuple[ColumnSink, int]:
 
 def _read_whole(path: Path, allow_truncated: bool, repair_utf8: bool) -> TraceTables:
     """Files the streaming path cannot finish: exact typed errors, truncated tails, repaired UTF-8."""
-    data, gzip_truncation = read_trace_bytes(path, allow_truncated)
+    bounds = B.current()
+    data, gzip_truncation = read_trace_bytes(path, allow_truncated, bounds)
     if _NON_SPACE.search(data) is None:  # not data.strip(): that would copy the whole trace
         raise TraceFormatError("input.empty", "the trace is empty", str(path), hint="the profiler wrote nothing")
     n_bad = 0
     if repair_utf8:
         data, n_bad = _repair_utf8(data)
-    top, sink, input_events, truncation = _decode(data, path, allow_truncated)
+    top, sink, input_events, truncation = _decode(data, path, allow_truncated, bounds)
     del data  # the JSON bytes go before the tables are assembled: a lower peak RSS
     tables = _assemble(top, sink, path, input_events, truncation or gzip_truncation)
     if n_bad:
@@ -195,13 +235,14 @@ def _repair_utf8(data: bytes | bytearray) -> tuple[bytes, int]:
     return fixed, max(fixed.count("\ufffd".encode()) - bytes(data).count("\ufffd".encode()), 1)
 
 
-def _decode(data, path: Path, allow_truncated: bool) -> tuple["_Top", ColumnSink, int, str | None]:
+def _decode(data, path: Path, allow_truncated: bool, bounds: B.Bounds) -> tuple["_Top", ColumnSink, int, str | None]:
     """Decode every event into column chunks; no reference to ``data`` survives."""
     view = memoryview(data)
     if bytes(view[:3]) == _UTF8_BOM:
         view = view[3:]
     top, events, truncation = _decode_top(view, path, allow_truncated)
-    sink, input_events = _decode_chunks(iter_chunks(events))
+    chunks = iter_chunks(events, max_chunk_bytes=CHUNK_BYTES + bounds.string_bytes)
+    sink, input_events = _decode_chunks(chunks, bounds)
     top.traceEvents = msgspec.Raw()
     return top, sink, input_events, truncation
 
@@ -216,7 +257,7 @@ def _decode_top(view: memoryview, path: Path, allow_truncated: bool) -> tuple[_T
             msgspec.json.decode(view, type=msgspec.Raw)
             raise TraceFormatError("kineto.wrong_type", "the JSON value is not an object", str(path),
                                    hint="a Kineto trace is a JSON object with a traceEvents list")
-        top = _TOP.decode(view)
+        top, _ = decode_top(view)
     except msgspec.ValidationError as err:
         raise TraceFormatError("kineto.wrong_type", str(err), str(path)) from err
     except msgspec.DecodeError as err:
@@ -267,7 +308,7 @@ def _recover_truncated(view: memoryview, path: Path, allow_truncated: bool) -> t
         return _Top(), memoryview(b"[]"), f"truncated at byte {len(view):,} before traceEvents"
     events = memoryview(b"".join((view[array_start:cut], b"]")))
     try:  # the keys before traceEvents (deviceProperties, baseTimeNanoseconds) are complete
-        top = _TOP.decode(b"".join((view[:array_start], b"[]}")))
+        top, _ = decode_top(b"".join((view[:array_start], b"[]}")))
     except msgspec.MsgspecError:
         top = _Top()
     return top, events, f"truncated at byte {len(view):,}; {n_complete:,} complete events kept"
@@ -278,6 +319,8 @@ def _assemble(top: _Top, sink: ColumnSink, path: Path, input_events: int, trunca
     meta = _meta(top, sink, path, diags)
     relative = meta.time_base == "kineto_relative"
     shift_ns = 0 if relative else (meta.origin_ns or 0)
+    if sink.min_ts_ns is not None:  # relative times and their sums must stay far inside int64
+        B.check_span(path, sink.bounds, min(sink.min_ts_ns, shift_ns), max(sink.max_ts_ns, shift_ns))
     tables = _finish_tables(sink, shift_ns)
     release_freed_heap()  # the nesting sorts and the conform casts left ~190 MiB freed at 10 M events
     if truncation:
@@ -287,6 +330,8 @@ def _assemble(top: _Top, sink: ColumnSink, path: Path, input_events: int, trunca
     meta.event_counts = {name: tables[name].num_rows for name in TABLE_NAMES}
     meta.event_counts["metadata"] = sink.counts["metadata"]
     meta.event_counts["dropped"] = sink.counts["dropped"]
+    if sink.counts.get("taxbreak"):  # only in a trace `taxbreak annotate` wrote
+        meta.event_counts["taxbreak"] = sink.counts["taxbreak"]
     return TraceTables(**tables, meta=meta, diagnostics=diags)
 
 
@@ -314,6 +359,7 @@ def _finish_tables(sink: ColumnSink, shift_ns: int) -> dict[str, pa.Table]:
     return tables
 
 
+_BASE_LIMIT_NS = 1 << 62  # base + relative times stay inside int64
 _NESTED = ("host_events", "ranges")  # tables with nesting columns (depth; parent for host events)
 
 
@@ -346,6 +392,9 @@ def _nesting(table: pa.Table, pid: str, tid: str) -> tuple[np.ndarray, np.ndarra
 def _meta(top: _Top, sink: ColumnSink, path: Path, diags: Diagnostics) -> TraceMeta:
     base = top.baseTimeNanoseconds
     relative = type(base) is int
+    if relative and not abs(base) < _BASE_LIMIT_NS:
+        raise TraceFormatError("kineto.time_range", f"baseTimeNanoseconds {base} is beyond ±2**62 ns", str(path),
+                               location="$.baseTimeNanoseconds", hint="an epoch in ns is ~1.7e18; this one is not")
     meta = TraceMeta(
         source_format="kineto",
         format_version="" if top.schemaVersion is None else str(top.schemaVersion),

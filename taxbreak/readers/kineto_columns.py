@@ -16,9 +16,10 @@ import pyarrow as pa
 
 from ..trace.diagnostics import Diagnostics
 from ..trace.schema import TEXT
+from . import bounds as B
 from . import kineto_vocab as V
 from .kineto_events import Args, Event, InvalidUtf8
-from .kineto_text import MISSING, WRONG_TYPE, int_ids, us_text_to_ns
+from .kineto_text import MISSING, OUT_OF_RANGE, WRONG_TYPE, IdOutOfRange, int_ids, us_text_to_ns
 
 _NO_ARGS = Args()
 _HOST_KINDS = ("python", "op", "annotation")  # in route order HOST_PY, HOST_OP, HOST_ANN
@@ -31,18 +32,22 @@ _DROP_CODES = {
     V.UNSUPPORTED_PH: "event.unsupported_phase",
     V.MISSING_FIELD: "event.missing_field",
     V.WRONG_TYPE: "event.wrong_type",
+    V.NUMBER_OUT_OF_RANGE: "event.number_out_of_range",
+    V.ID_OUT_OF_RANGE: "event.id_out_of_range",
 }
 
 
 class ColumnSink:
     """Accumulates the columns of every table over the chunks of one trace."""
 
-    def __init__(self) -> None:
+    def __init__(self, bounds: B.Bounds | None = None) -> None:
+        self.bounds = B.current() if bounds is None else bounds
         self.parts: dict[str, dict[str, list]] = {t: defaultdict(list) for t in _TABLES}
         self.diagnostics = Diagnostics()
         self.counts: dict[str, int] = defaultdict(int)
         self.metadata: list[tuple] = []  # (name, pid, tid, args.name, args.labels) of M events
         self.min_ts_ns: int | None = None
+        self.max_ts_ns: int | None = None
 
     def add_bad(self, bad: list[tuple[int, str]]) -> None:
         """Events a chunk could not decode with their types (wrong JSON type)."""
@@ -53,45 +58,72 @@ class ColumnSink:
         """Route and extract one chunk of decoded events."""
         if not events:
             return
-        ts_ns, ts_state = us_text_to_ns([e.ts for e in events])
+        ts_ns, ts_state = us_text_to_ns([e.ts for e in events], self.bounds)
         route = _routes(events, ts_state)
         self._count_drops(events, row_ids, route)
+        own = int((route == V.OWN).sum())
+        if own:  # annotate's own events: accounted for, not a diagnostic
+            self.counts["taxbreak"] += own
         meta_idx = np.flatnonzero(route == V.META)
         self.metadata.extend(_metadata(events, meta_idx))
         self.counts["metadata"] += len(meta_idx)
         complete = np.flatnonzero(route <= V.RANGE)
         dur_ns = self._durations(events, row_ids, complete, route)
-        placed = route <= V.FLOW
-        if placed.any():
-            low = int(ts_ns[placed].min())
-            self.min_ts_ns = low if self.min_ts_ns is None else min(self.min_ts_ns, low)
         for table, extract in _EXTRACTORS.items():
             low, high = _TABLE_ROUTES[table]
             idx = np.flatnonzero((route >= low) & (route <= high))
+            cols, idx = self._extract(extract, events, row_ids, idx, route, ts_ns, dur_ns)
             if len(idx):
-                sel = [events[i] for i in idx.tolist()]
-                cols = extract(sel, route[idx], ts_ns[idx], dur_ns[idx])
                 cols["row_id"] = row_ids[idx]
                 for name, col in cols.items():
                     self.parts[table][name].append(narrow_ids(col))
                 self.counts[table] += len(idx)
+        self._note_time_range(ts_ns[route <= V.FLOW])
+
+    def _extract(self, extract, events, row_ids, idx, route, ts_ns, dur_ns):
+        """One table's columns for the events at ``idx``; an event with an id no
+        int64 holds is dropped (``event.id_out_of_range``) and the rest extracted again."""
+        while len(idx):
+            sel = [events[i] for i in idx.tolist()]
+            try:
+                return extract(sel, route[idx], ts_ns[idx], dur_ns[idx]), idx
+            except IdOutOfRange as err:
+                beyond = idx[err.positions]
+                route[beyond] = V.ID_OUT_OF_RANGE
+                self._drop(V.ID_OUT_OF_RANGE, len(beyond), _example(events[beyond[0]], int(row_ids[beyond[0]])))
+                idx = np.delete(idx, err.positions)
+        return None, idx
+
+    def _note_time_range(self, placed_ts: np.ndarray) -> None:
+        """First and last timestamp of the placed events (the reader checks the span)."""
+        if len(placed_ts):
+            low, high = int(placed_ts.min()), int(placed_ts.max())
+            self.min_ts_ns = low if self.min_ts_ns is None else min(self.min_ts_ns, low)
+            self.max_ts_ns = high if self.max_ts_ns is None else max(self.max_ts_ns, high)
 
     def _durations(self, events, row_ids, complete, route) -> np.ndarray:
         """Durations of complete (X) events: missing -> 0, negative -> clamped to 0, both counted."""
         dur_ns = np.zeros(len(events), dtype=np.int64)
         if not len(complete):
             return dur_ns
-        values, state = us_text_to_ns([events[i].dur for i in complete.tolist()])
+        values, state = us_text_to_ns([events[i].dur for i in complete.tolist()], self.bounds)
         self._note(state == MISSING, complete, row_ids, events, "event.missing_dur")
-        wrong = state == WRONG_TYPE
-        if wrong.any():  # a dur that is not a number: the event cannot be placed
-            self._note(wrong, complete, row_ids, events, "event.wrong_type")
-            route[complete[wrong]] = V.WRONG_TYPE
-            self.counts["dropped"] += int(wrong.sum())
+        self._unplaceable(state == WRONG_TYPE, complete, row_ids, events, route, V.WRONG_TYPE)
+        # beyond the span bound, a duration would overflow int64 once added to a start
+        beyond = (state == OUT_OF_RANGE) | (values > self.bounds.span_ns)
+        self._unplaceable(beyond, complete, row_ids, events, route, V.NUMBER_OUT_OF_RANGE)
+        values[beyond] = 0
         negative = values < 0
         self._note(negative, complete, row_ids, events, "event.negative_dur")
         dur_ns[complete] = np.maximum(values, 0)
         return dur_ns
+
+    def _unplaceable(self, mask, complete, row_ids, events, route, route_code) -> None:
+        """Complete events whose dur cannot be used (not a number, out of range): dropped, counted."""
+        if mask.any():
+            self._note(mask, complete, row_ids, events, _DROP_CODES[route_code])
+            route[complete[mask]] = route_code
+            self.counts["dropped"] += int(mask.sum())
 
     def _note(self, mask, idx, row_ids, events, code) -> None:
         if mask.any():
@@ -147,17 +179,20 @@ def _routes(events: list[Event], ts_state: np.ndarray) -> np.ndarray:
     """One route code per event (table, metadata or the reason it is dropped)."""
     complete, unknown, missing = V.COMPLETE_ROUTES, V.UNKNOWN_CAT, V.MISSING_FIELD
     phases = {**V.PHASE_ROUTES, None: missing}
+    own, own_cat = V.OWN, V.OWN_CATEGORY  # annotate's flows and thread names must not reach the tables
     route = np.array(
         [
-            (complete.get(e.cat, unknown) if e.ph == "X" else phases.get(e.ph, V.UNSUPPORTED_PH))
+            (complete.get(e.cat, unknown) if e.ph == "X" else
+             own if e.cat == own_cat else phases.get(e.ph, V.UNSUPPORTED_PH))
             if e.name is not None else missing
             for e in events
         ],
         dtype=np.int8,
     )
-    needs_ts = route != V.META
+    needs_ts = (route != V.META) & (route != own)
     route[needs_ts & (ts_state == MISSING)] = V.MISSING_FIELD
     route[needs_ts & (ts_state == WRONG_TYPE)] = V.WRONG_TYPE
+    route[needs_ts & (ts_state == OUT_OF_RANGE)] = V.NUMBER_OUT_OF_RANGE
     return route
 
 

@@ -29,6 +29,10 @@ _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
 
 
+class ChunkTooLong(Exception):
+    """No event boundary within the chunk bound (one event or string too long); ``args[0]`` = bytes."""
+
+
 class InvalidUtf8(Exception):
     """A decoded string is not valid UTF-8; the caller repairs the buffer and restarts."""
 
@@ -95,13 +99,16 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def iter_chunks(array: memoryview, chunk_bytes: int = CHUNK_BYTES) -> Iterator[tuple[int, list[Event], list[tuple[int, str]]]]:
+def iter_chunks(array: memoryview, chunk_bytes: int = CHUNK_BYTES,
+                max_chunk_bytes: int | None = None) -> Iterator[tuple[int, list[Event], list[tuple[int, str]]]]:
     """Decode a valid JSON array of events chunk by chunk.
 
     Args:
         array: the bytes of the ``traceEvents`` array, ``[`` to ``]`` included,
             already known to be valid JSON.
         chunk_bytes: target size of one chunk.
+        max_chunk_bytes: the largest chunk (an event or string longer than the
+            bound): beyond it :class:`ChunkTooLong`.
 
     Yields:
         ``(first_index, events, bad)``: the decoded events of one chunk, the
@@ -114,14 +121,15 @@ def iter_chunks(array: memoryview, chunk_bytes: int = CHUNK_BYTES) -> Iterator[t
     pos = _first_nonspace(array, 1, body_end)
     first = 0
     while pos < body_end:
-        events, bad, pos = _decode_next(array, pos, body_end, first, chunk_bytes)
+        events, bad, pos = _decode_next(array, pos, body_end, first, chunk_bytes, max_chunk_bytes)
         n_decoded = len(events) + len(bad)
         yield first, events, bad
         del events, bad  # so that one chunk of Structs is alive at a time, not two
         first += n_decoded
 
 
-def _decode_next(array: memoryview, pos: int, body_end: int, first: int, chunk_bytes: int):
+def _decode_next(array: memoryview, pos: int, body_end: int, first: int, chunk_bytes: int,
+                 max_chunk_bytes: int | None = None):
     """Decode the chunk that starts at ``pos``; returns its events and the next start.
 
     The array is known to be valid JSON, so a chunk that fails to decode was cut
@@ -130,6 +138,8 @@ def _decode_next(array: memoryview, pos: int, body_end: int, first: int, chunk_b
     target = pos + chunk_bytes
     while True:
         cut, next_pos = _next_cut(array, target, body_end)
+        if max_chunk_bytes is not None and cut - pos > max_chunk_bytes:
+            raise ChunkTooLong(cut - pos)
         try:
             events, bad = decode_chunk(b"".join((b"[", array[pos:cut], b"]")), first)
             return events, bad, next_pos

@@ -4,7 +4,9 @@ Gzip is inflated with :mod:`zlib` into one ``bytearray`` preallocated from the g
 rather than ``gzip.open().read()``, which joins a list of pieces and so holds the
 uncompressed trace twice at its peak. A stream that ends early is a typed
 ``gzip.truncated`` error, or, with ``allow_truncated``, the inflated prefix is
-kept and the JSON layer recovers its complete events.
+kept and the JSON layer recovers its complete events. The inflated size and its
+ratio to the compressed bytes are held to the bounds of :mod:`bounds`
+(``gzip.too_large``, ``gzip.ratio``), checked after every inflate step.
 """
 from __future__ import annotations
 
@@ -12,12 +14,15 @@ import zlib
 from pathlib import Path
 
 from ..trace.errors import TraceFormatError, TraceNotFoundError
+from . import bounds as B
 
 GZIP_MAGIC = b"\x1f\x8b"
 _IN_STEP = 256 << 10  # compressed bytes per zlib call
+_OUT_STEP = 16 << 20  # inflated bytes per zlib call at most (Kineto JSON: ~2.5 MB per slice)
 
 
-def read_trace_bytes(path: Path, allow_truncated: bool) -> tuple[bytes | bytearray, str | None]:
+def read_trace_bytes(path: Path, allow_truncated: bool,
+                     bounds: B.Bounds = B.Bounds()) -> tuple[bytes | bytearray, str | None]:
     """The uncompressed JSON bytes of ``path``.
 
     Returns:
@@ -26,7 +31,8 @@ def read_trace_bytes(path: Path, allow_truncated: bool) -> tuple[bytes | bytearr
 
     Raises:
         TraceNotFoundError: ``input.not_found`` / ``input.unreadable``.
-        TraceFormatError: ``gzip.truncated`` for a short or corrupt gzip stream.
+        TraceFormatError: ``gzip.truncated`` for a short or corrupt gzip stream;
+            ``gzip.too_large`` / ``gzip.ratio`` past the inflate bounds.
     """
     try:
         raw = path.read_bytes()
@@ -36,17 +42,18 @@ def read_trace_bytes(path: Path, allow_truncated: bool) -> tuple[bytes | bytearr
         raise TraceNotFoundError("input.unreadable", f"cannot read the file: {err.strerror}", str(path)) from err
     if raw[:2] != GZIP_MAGIC:
         return raw, None
-    return gunzip(raw, path, allow_truncated)
+    return gunzip(raw, path, allow_truncated, bounds)
 
 
-def gunzip(raw: bytes, path: Path, allow_truncated: bool) -> tuple[bytearray, str | None]:
-    """Inflate every gzip member of ``raw`` (see module doc)."""
-    out = _Output(_size_hint(raw))
+def gunzip(raw: bytes, path: Path, allow_truncated: bool,
+           bounds: B.Bounds = B.Bounds()) -> tuple[bytearray, str | None]:
+    """Inflate every gzip member of ``raw`` (see module doc), within ``bounds``."""
+    out = _Output(min(_size_hint(raw), bounds.inflated_bytes))
     pending: bytes = raw
     while True:
         inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
         try:
-            pending = _inflate_member(inflater, pending, out)
+            pending = _inflate_member(inflater, pending, out, _Budget(path, bounds, len(raw) - len(pending)))
         except zlib.error as err:
             return _short_stream(out.done(), path, allow_truncated, f"corrupt gzip data ({err})", len(raw))
         if not inflater.eof:
@@ -84,16 +91,31 @@ def _size_hint(raw: bytes) -> int:
     return isize if isize <= 64 * len(raw) else 0
 
 
-def _inflate_member(inflater, pending: bytes, out: _Output) -> bytes:
+class _Budget:
+    """The inflate bounds for one member that starts at compressed byte ``offset``."""
+
+    def __init__(self, path: Path, bounds: B.Bounds, offset: int) -> None:
+        self.path, self.bounds, self.offset = path, bounds, offset
+
+    def check(self, out: _Output, consumed: int) -> None:
+        B.check_inflated(self.path, self.bounds, out.filled, self.offset + consumed)
+
+
+def _inflate_member(inflater, pending: bytes, out: _Output, budget: _Budget) -> bytes:
     """Inflate one member into ``out``; returns the bytes after it.
 
-    The input is fed in slices rather than with ``max_length``: with a cap,
-    zlib hands back ``unconsumed_tail``, a fresh copy of all remaining input on
-    every call.
+    The input is fed in slices rather than with ``max_length`` alone: with a cap,
+    zlib hands back ``unconsumed_tail``, a fresh copy of the rest of the input,
+    here of one slice. The cap (``_OUT_STEP``) only bites on a bomb, whose
+    output is checked against the bounds piece by piece.
     """
     view = memoryview(pending)
     for start in range(0, len(view), _IN_STEP):
-        out.write(inflater.decompress(view[start:start + _IN_STEP]))
+        piece = view[start:start + _IN_STEP]
+        while piece:
+            out.write(inflater.decompress(piece, _OUT_STEP))
+            piece = inflater.unconsumed_tail
+            budget.check(out, min(start + _IN_STEP, len(view)) - len(piece))
         if inflater.eof:
             return inflater.unused_data + bytes(view[start + _IN_STEP:])
     return b""  # input exhausted before the end of the stream

@@ -63,6 +63,7 @@ class ChunkColumns:
     diagnostics: list[tuple[str, int, str]]
     metadata: list[tuple]
     min_ts_ns: int | None
+    max_ts_ns: int | None
 
 
 def helpers_for(path: Path, requested: int | None = None) -> int:
@@ -123,7 +124,8 @@ def decode_columns(chunk: bytes) -> ChunkColumns:
         sink.add_chunk(events, chunk_indices(0, len(events), bad))
     diags = [(d.code, d.count, d.example) for d in sink.diagnostics.items.values()]
     parts = {table: dict(cols) for table, cols in sink.parts.items() if cols}
-    return ChunkColumns(len(events) + len(bad), parts, dict(sink.counts), diags, sink.metadata, sink.min_ts_ns)
+    return ChunkColumns(len(events) + len(bad), parts, dict(sink.counts), diags, sink.metadata,
+                        sink.min_ts_ns, sink.max_ts_ns)
 
 
 def absorb(sink: ColumnSink, chunk: ChunkColumns, first: int) -> None:
@@ -140,8 +142,9 @@ def absorb(sink: ColumnSink, chunk: ChunkColumns, first: int) -> None:
         sink.counts[key] += value
     sink.metadata.extend(chunk.metadata)
     if chunk.min_ts_ns is not None:
-        low = chunk.min_ts_ns
+        low, high = chunk.min_ts_ns, chunk.max_ts_ns
         sink.min_ts_ns = low if sink.min_ts_ns is None else min(sink.min_ts_ns, low)
+        sink.max_ts_ns = high if sink.max_ts_ns is None else max(sink.max_ts_ns, high)
 
 
 def decode_in_parallel(raw_chunks: Iterator[bytes], helper: "ChunkHelper") -> tuple[ColumnSink, int]:

@@ -21,7 +21,7 @@ import re
 import threading
 import zlib
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import msgspec
 
@@ -30,10 +30,12 @@ try:  # ISA-L inflate: ~2.7x zlib's speed on Kineto JSON (docs/performance.md); 
 except ImportError:  # pragma: no cover - isal is a dependency; kept for platforms without its wheel
     inflate_lib = zlib
 
+from . import bounds as B
 from .kineto_events import CHUNK_BYTES, decode_chunk, find_events_array
 from .kineto_io import GZIP_MAGIC
 
 BLOCK_BYTES = 1 << 20
+INFLATED_PIECE_BYTES = 8 << 20  # the most one inflate call returns (Kineto JSON: ~2.5 MB per 256 KiB read)
 _AHEAD_BLOCKS = 4  # inflated blocks (~2 MB each) the inflate thread may run ahead
 _CUT = re.compile(rb"\}\s*,\s*\{")
 _TRAILING = re.compile(r"trailing characters \(byte (\d+)\)")
@@ -43,11 +45,14 @@ class StreamFallback(Exception):
     """The streaming path cannot finish; parse the whole buffer instead."""
 
 
-def iter_blocks(path: Path) -> Iterator[bytes]:
+def iter_blocks(path: Path, bounds: B.Bounds = B.Bounds()) -> Iterator[bytes]:
     """The uncompressed bytes of ``path`` in blocks (gzip inflated on the fly).
 
     Gzip is inflated in a background thread (:func:`_inflate_ahead`): zlib
     releases the GIL, so on a second core inflating overlaps with decoding.
+
+    Raises:
+        TraceFormatError: ``gzip.too_large`` / ``gzip.ratio`` past the inflate bounds.
     """
     with path.open("rb") as fh:
         head = fh.read(2)
@@ -56,17 +61,28 @@ def iter_blocks(path: Path) -> Iterator[bytes]:
             while block := fh.read(BLOCK_BYTES):
                 yield block
             return
-        yield from _inflate_ahead(fh)
+        yield from _inflate_ahead(fh, bounds)
 
 
-def _inflate_blocks(fh) -> Iterator[bytes]:
-    """Inflate one gzip member block by block; anything else is a :class:`StreamFallback`."""
+def _inflate_blocks(fh, bounds: B.Bounds) -> Iterator[bytes]:
+    """Inflate one gzip member block by block; anything else is a :class:`StreamFallback`.
+
+    One call returns at most ``INFLATED_PIECE_BYTES`` (a bomb inflates ~1,000x),
+    and the inflated and compressed totals are checked against the bounds after each.
+    """
     inflater = inflate_lib.decompressobj(16 + inflate_lib.MAX_WBITS)
+    inflated = 0
     while block := fh.read(BLOCK_BYTES // 4):
-        try:
-            yield inflater.decompress(block)
-        except (zlib.error, inflate_lib.error) as err:
-            raise StreamFallback(str(err)) from err
+        pending = block
+        while pending:
+            try:
+                piece = inflater.decompress(pending, INFLATED_PIECE_BYTES)
+            except (zlib.error, inflate_lib.error) as err:
+                raise StreamFallback(str(err)) from err
+            inflated += len(piece)
+            B.check_inflated(None, bounds, inflated, fh.tell() - len(inflater.unconsumed_tail))
+            yield piece
+            pending = inflater.unconsumed_tail
         if inflater.eof:
             if inflater.unused_data.strip(b"\x00") or fh.read(1):
                 raise StreamFallback("data after the gzip member")  # multi-member: whole-buffer path
@@ -77,7 +93,7 @@ def _inflate_blocks(fh) -> Iterator[bytes]:
 _DONE = object()
 
 
-def _inflate_ahead(fh, depth: int = _AHEAD_BLOCKS) -> Iterator[bytes]:
+def _inflate_ahead(fh, bounds: B.Bounds, depth: int = _AHEAD_BLOCKS) -> Iterator[bytes]:
     """:func:`_inflate_blocks` run in a thread, at most ``depth`` blocks ahead
     (bounded memory); its exception is re-raised here, in the reader's thread."""
     blocks: queue.Queue = queue.Queue(maxsize=depth)
@@ -85,7 +101,7 @@ def _inflate_ahead(fh, depth: int = _AHEAD_BLOCKS) -> Iterator[bytes]:
 
     def produce() -> None:
         try:
-            for block in _inflate_blocks(fh):
+            for block in _inflate_blocks(fh, bounds):
                 if not _put(blocks, block, stop):
                     return
             _put(blocks, _DONE, stop)
@@ -118,17 +134,26 @@ def _put(blocks: queue.Queue, item, stop: threading.Event) -> bool:
 class EventStream:
     """Decoded chunks of a streamed ``traceEvents`` array, and the top-level keys around it.
 
-    Use: ``stream = EventStream(blocks, top_decoder)``; ``stream.header`` is the
+    Use: ``stream = EventStream(blocks, decode_top)``; ``stream.header`` is the
     decoded top level before the array; iterate ``stream.chunks()`` for
     ``(first_index, events, bad)``; then ``stream.trailer`` holds the keys after it.
+    ``decode_top(text)`` returns the decoded object and the set of its keys
+    (``header_keys``, ``trailer_keys``: the reader refuses a key in both).
+
+    The buffer holds two chunks and one event; past ``bounds.string_bytes`` more
+    (a giant string, a run of spaces) the stream stops with ``json.too_long``.
     """
 
-    def __init__(self, blocks: Iterator[bytes], top_decoder: msgspec.json.Decoder) -> None:
+    def __init__(self, blocks: Iterator[bytes], decode_top: Callable, bounds: B.Bounds = B.Bounds()) -> None:
         self._blocks = blocks
-        self._top = top_decoder
+        self._top = decode_top
         self._buf = bytearray()
         self._eof = False
+        self._bounds = bounds
+        self._max_held = 2 * CHUNK_BYTES + 2 * INFLATED_PIECE_BYTES + bounds.string_bytes
         self.trailer = None
+        self.header_keys: frozenset[str] = frozenset()
+        self.trailer_keys: frozenset[str] = frozenset()
         self.header = self._read_header()
 
     def _more(self) -> bool:
@@ -136,19 +161,23 @@ class EventStream:
         if block is None:
             self._eof = True
             return False
+        if len(self._buf) > self._max_held:
+            raise B.too_long(None, self._bounds, len(self._buf))
         self._buf += block
         return True
 
     def _read_header(self):
         start = None
         while start is None:
+            if len(self._buf) > self._max_held:  # odd but maybe valid (an escaped key): the whole-buffer path
+                raise StreamFallback("no traceEvents array near the start")
             if not self._more() and self._eof:
                 raise StreamFallback("no traceEvents array")
             start = find_events_array(memoryview(self._buf)) if len(self._buf) > 1 else None
         head = bytes(self._buf[:start]).strip()
         self.is_array_file = head == b""
         try:
-            top = self._top.decode(b"{}" if self.is_array_file else head + b"[]}")
+            top, self.header_keys = self._top(b"{}" if self.is_array_file else head + b"[]}")
         except msgspec.MsgspecError as err:
             raise StreamFallback(str(err)) from err
         del self._buf[: start + 1]
@@ -252,7 +281,7 @@ class EventStream:
         if not rest.startswith(b","):
             raise StreamFallback("unexpected bytes after traceEvents")
         try:
-            self.trailer = self._top.decode(b"{" + rest[1:])
+            self.trailer, self.trailer_keys = self._top(b"{" + rest[1:])
         except msgspec.MsgspecError as err:
             raise StreamFallback(str(err)) from err
 

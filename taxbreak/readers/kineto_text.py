@@ -15,17 +15,27 @@ the texts become exact fixed-point numbers whose unscaled integer *is* the ns
 value. Arrow refuses (and the numpy path above takes over) anything that would
 need rounding (sub-ns digits), anything that is not a number, and values beyond
 22 digits; a value beyond int64 sends the column to the numpy path too.
+
+Hostile texts (docs/reliability.md): a column holding an exponent or a text of
+more than 38 characters never reaches Arrow's cast (it crashes on exponents
+below about -4.5 million and misreads some long texts), and the per-value path
+checks the length and exponent bounds (:mod:`bounds`) before building any
+``Decimal``: such values are ``OUT_OF_RANGE``, and their events are dropped.
 """
 from __future__ import annotations
 
-from decimal import Decimal, InvalidOperation
+import re
+from decimal import Context, Decimal, DecimalException
 
 import numpy as np
 import pyarrow as pa
 
+from . import bounds as B
+
 OK = 0
 MISSING = 1
 WRONG_TYPE = 2
+OUT_OF_RANGE = 3  # beyond int64 ns, or a text past the number bounds (readers/bounds.py)
 
 _POW10 = np.array([10**k for k in range(19)], dtype=np.int64)
 _COMMA = ord(",")
@@ -33,7 +43,7 @@ _DOT = ord(".")
 _MINUS = ord("-")
 
 
-def us_text_to_ns(texts: list) -> tuple[np.ndarray, np.ndarray]:
+def us_text_to_ns(texts: list, bounds: B.Bounds = B.Bounds()) -> tuple[np.ndarray, np.ndarray]:
     """Microsecond JSON number texts to exact int64 nanoseconds.
 
     Args:
@@ -42,40 +52,45 @@ def us_text_to_ns(texts: list) -> tuple[np.ndarray, np.ndarray]:
 
     Returns:
         ``(ns, state)``: int64 ns (0 where not OK) and uint8 state per value:
-        ``OK``, ``MISSING`` (absent or ``null``) or ``WRONG_TYPE``.
+        ``OK``, ``MISSING`` (absent or ``null``), ``WRONG_TYPE`` or
+        ``OUT_OF_RANGE`` (beyond int64 ns, or a text longer than
+        ``bounds.number_chars`` or with an exponent beyond ``bounds.number_exponent``).
     """
     n = len(texts)
     if n == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.uint8)
-    exact = _decimal_column(texts)
+    exact = _decimal_column(texts, bounds)
     if exact is not None:
         return exact
     joined = b",".join(texts) + b","
     buf = np.frombuffer(joined, dtype=np.uint8)
     ends = np.flatnonzero(buf == _COMMA)
     if len(ends) != n:  # a text holds a comma itself (a list or a string): not a number
-        return _slow_column(texts, np.arange(n), np.zeros(n, np.int64), np.zeros(n, np.uint8))
+        return _slow_column(texts, np.arange(n), np.zeros(n, np.int64), np.zeros(n, np.uint8), bounds)
     ns, state = _fast_column(buf, ends)
+    lengths = np.diff(ends, prepend=-1) - 1
+    state[lengths > bounds.number_chars] = WRONG_TYPE  # the per-value path applies the length bound
     redo = np.flatnonzero(state == WRONG_TYPE)
     if len(redo):
-        _slow_column(texts, redo, ns, state)
+        _slow_column(texts, redo, ns, state, bounds)
     return ns, state
 
 
 _NS_DECIMAL = pa.decimal128(22, 3)  # 19 integer digits of µs + 3 of ns: beyond int64 ns
 
 
-def _decimal_column(texts: list) -> tuple[np.ndarray, np.ndarray] | None:
+def _decimal_column(texts: list, bounds: B.Bounds = B.Bounds()) -> tuple[np.ndarray, np.ndarray] | None:
     """Arrow's exact string -> decimal cast (see module doc); None when it cannot
     take the whole column. Absent values (empty texts) are nulls: ``MISSING``."""
     lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    joined = b"".join(texts)
+    if not _plain_numbers(joined, lengths, bounds):
+        return None
     offsets = np.zeros(len(texts) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     present = lengths > 0
     valid = None if present.all() else pa.py_buffer(np.packbits(present, bitorder="little"))
-    strings = pa.LargeStringArray.from_buffers(
-        len(texts), pa.py_buffer(offsets), pa.py_buffer(b"".join(texts)), valid
-    )
+    strings = pa.LargeStringArray.from_buffers(len(texts), pa.py_buffer(offsets), pa.py_buffer(joined), valid)
     try:
         fixed = strings.cast(_NS_DECIMAL)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
@@ -88,6 +103,21 @@ def _decimal_column(texts: list) -> tuple[np.ndarray, np.ndarray] | None:
         return None
     ns[~present] = 0
     return ns, np.where(present, OK, MISSING).astype(np.uint8)
+
+
+def _plain_numbers(joined: bytes, lengths: np.ndarray, bounds: B.Bounds) -> bool:
+    """False when a text is long or has an exponent: those never reach Arrow's
+    decimal cast, which crashes the process on exponents below about -4.5 million
+    and misreads some texts of more than 38 digits (they take the numpy and
+    per-value paths, which check the bounds first). Two ``memchr`` scans and a
+    max: ~0.1 ms per 10 k values."""
+    longest = min(bounds.number_chars, _ARROW_MAX_CHARS)
+    return int(lengths.max()) <= longest and joined.find(b"e") < 0 and joined.find(b"E") < 0
+
+
+# Arrow's cast returns 0, silently, for "1." followed by 42 zeros (pyarrow 26): texts longer than
+# decimal128's 38 digits take the numpy path, which is exact (tests/malformed/test_hostile.py)
+_ARROW_MAX_CHARS = 38
 
 
 def _fast_column(buf: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -131,28 +161,55 @@ def _fast_column(buf: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndar
     return ns, state
 
 
-def _slow_column(texts: list, idx: np.ndarray, ns: np.ndarray, state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _slow_column(texts: list, idx: np.ndarray, ns: np.ndarray, state: np.ndarray,
+                 bounds: B.Bounds) -> tuple[np.ndarray, np.ndarray]:
     """Per-value decoding of the few texts the fast path rejected (rare)."""
     for i in idx.tolist():
-        value, st = _one_us_text_to_ns(bytes(texts[i]))
+        value, st = _one_us_text_to_ns(bytes(texts[i]), bounds)
         ns[i] = value
         state[i] = st
     return ns, state
 
 
-def _one_us_text_to_ns(text: bytes) -> tuple[int, int]:
+_EXPONENT = re.compile(rb"[eE]([+-]?)0*(\d*)$")
+# exact arithmetic on bounded texts: 64 digits and an exponent of 400 need far less than this
+_EXACT = Context(prec=1000, Emax=10**6, Emin=-(10**6))
+_INT64_LOW, _INT64_END = Decimal(-(2**63)), Decimal(2**63)
+
+
+def _one_us_text_to_ns(text: bytes, bounds: B.Bounds = B.Bounds()) -> tuple[int, int]:
     text = text.strip()
     if not text or text == b"null":
         return 0, MISSING
     if text[:1] in (b'"', b"[", b"{", b"t", b"f"):
         return 0, WRONG_TYPE
+    if len(text) > bounds.number_chars or _exponent_beyond(text, bounds.number_exponent):
+        return 0, OUT_OF_RANGE  # checked before any Decimal or int is built from the text
     try:
-        value = int(Decimal(text.decode("ascii")) * 1000)
-    except (InvalidOperation, UnicodeDecodeError, ValueError, OverflowError):
+        value = _EXACT.multiply(Decimal(text.decode("ascii")), 1000)
+    except (DecimalException, UnicodeDecodeError, ValueError):
         return 0, WRONG_TYPE
-    if not -(2**63) <= value < 2**63:
+    if not value.is_finite():
         return 0, WRONG_TYPE
-    return value, OK
+    if not _INT64_LOW <= value < _INT64_END:
+        return 0, OUT_OF_RANGE
+    return int(value), OK
+
+
+def _exponent_beyond(text: bytes, limit: int) -> bool:
+    match = _EXPONENT.search(text)
+    if match is None:
+        return False
+    digits = match.group(2)
+    return len(digits) > len(str(limit)) or int(digits or b"0") > limit
+
+
+class IdOutOfRange(Exception):
+    """Ids of a column that no int64 holds (positions in the column): their events are dropped."""
+
+    def __init__(self, positions: list[int]) -> None:
+        super().__init__(f"{len(positions)} ids out of range")
+        self.positions = positions
 
 
 def int_ids(values: list, default: int = -1) -> np.ndarray:
@@ -163,6 +220,10 @@ def int_ids(values: list, default: int = -1) -> np.ndarray:
     strings and missing values become ``default``; float values are truncated
     (Kineto ids are integers; only ``blocks per SM``-like args are floats).
     Values above the int64 range (uint64 tids) wrap to their two's complement.
+
+    Raises:
+        IdOutOfRange: a value beyond uint64 or below int64, a float beyond
+            int64, or a numeric string of either kind (the reader drops its event).
     """
     n = len(values)
     try:  # all ints (pid, tid, ...): np.fromiter takes ~25 ns a value, pa.array ~300 here
@@ -180,15 +241,30 @@ def int_ids(values: list, default: int = -1) -> np.ndarray:
         return np.fromiter([default if v is None else v for v in values], dtype=np.int64, count=n)
     except (TypeError, ValueError, OverflowError):
         pass
-    return np.array([_one_id(v, default) for v in values], dtype=np.int64)
+    ids = [_one_id(v, default) for v in values]
+    beyond = [i for i, v in enumerate(ids) if v is _BEYOND]
+    if beyond:
+        raise IdOutOfRange(beyond)
+    return np.array(ids, dtype=np.int64)
 
 
-def _one_id(value, default: int) -> int:
+_BEYOND = object()  # an id no int64 holds
+_ID_TEXT_CHARS = 66  # "0x" and 64 hex digits: far past uint64; longer strings are never parsed
+_NUMERIC_ID = re.compile(r"[+-]?(0[xX][0-9a-fA-F_]+|[0-9_]+)")
+
+
+def _one_id(value, default: int):
     if type(value) is int:
-        return value - 2**64 if value >= 2**63 else (value if value >= -(2**63) else default)
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
-        return int(value)
+        if -(2**63) <= value < 2**63:
+            return value
+        return value - 2**64 if 2**63 <= value < 2**64 else _BEYOND
+    if isinstance(value, float):
+        if not abs(value) < 2**63:
+            return _BEYOND
+        return int(value) if value.is_integer() else default
     if isinstance(value, str):
+        if len(value) > _ID_TEXT_CHARS:
+            return _BEYOND if _NUMERIC_ID.fullmatch(value.strip()) else default
         try:
             return _one_id(int(value.strip(), 0), default)
         except ValueError:

@@ -12,6 +12,10 @@ from functools import lru_cache
 HOST_PY, HOST_OP, HOST_ANN, API, DEV_KERNEL, DEV_MEMCPY, DEV_MEMSET, DEV_SYNC, RANGE = range(9)
 FLOW, META, INSTANT, BEGIN_END, UNKNOWN_CAT, UNSUPPORTED_PH, MISSING_FIELD, WRONG_TYPE = range(9, 17)
 PROFILER_SPAN = 17  # Kineto's own "Trace" span (cat "Trace", pid "Spans"): the profiling window itself
+NUMBER_OUT_OF_RANGE = 18  # ts/dur beyond int64 ns or the number bounds (readers/bounds.py)
+ID_OUT_OF_RANGE = 19  # an id (pid, tid, correlation...) no int64 holds
+OWN = 20  # cat "taxbreak" (any ph): tracks `taxbreak annotate` added; skipped without a diagnostic
+OWN_CATEGORY = "taxbreak"
 
 HOST_ROUTES = (HOST_PY, HOST_OP, HOST_ANN)
 DEVICE_ROUTES = (DEV_KERNEL, DEV_MEMCPY, DEV_MEMSET, DEV_SYNC)
@@ -31,6 +35,7 @@ COMPLETE_ROUTES = {
     "cuda_sync": DEV_SYNC,
     "gpu_user_annotation": RANGE,
     "Trace": PROFILER_SPAN,
+    OWN_CATEGORY: OWN,
 }
 
 # every other ph: flows (ac2g, legacy async_cpu_to_gpu, fwdbwd) whatever their cat

@@ -15,7 +15,7 @@ from ..trace.lazy import lazy_exports
 # names are imported on first use: ``taxbreak analyze`` needs only report.terminal, not
 # the HTML, annotate, diff and budget modules (~40 ms of its start-up)
 _EXPORTS = {
-    "AnnotateStats": "annotate", "annotate_document": "annotate", "write_annotated": "annotate",
+    "AnnotateStats": "annotate", "annotated_bytes": "annotate", "write_annotated": "annotate",
     "Budget": "budget", "load_budget": "budget", "parse_budget": "budget",
     "CheckResult": "check", "Outcome": "check", "evaluate_budget": "check",
     "render_check_text": "check_render", "render_junit": "check_render", "render_markdown": "check_render",

@@ -1,67 +1,71 @@
 """The original Kineto trace plus tracks that show the decomposition.
 
-For every kernel with a launch call, host-side slices go to a new process
-``taxbreak: host components``, one lane family per original host thread and
-component, laid out backwards and forwards from the launch call::
+Every added track sits in the process it describes, on a thread id of its own
+(named by a ``thread_name`` metadata event), so a trace viewer shows it beside
+the host thread or device stream it is about:
 
-    [ΔFT python][ΔFT dispatch][ΔCT library] | launch start | [ΔKT floor]
-
-Since T_dispatch of a later launch of the same op runs from the previous
-launch's end (docs/method.md), consecutive dispatch slices of one op tile the
-host time instead of overlapping. On the device side (process ``taxbreak:
-device queue``, lanes per stream) a slice ``ΔKT launch latency (exposed)`` ends
-at the kernel's start and lasts ``launch_latency_ns`` (the part of the wait during
-which the device was idle and the kernel was next: docs/method.md §2.1).
-The ΔKT floor and queue slices carry every per-kernel value in their args (µs,
-``null`` where not measured); a component that is not measured or is 0 gets
-no slice.
+* host thread ``T`` (its process): ``taxbreak ΔFT python``, ``ΔFT dispatch``,
+  ``ΔCT library`` slices laid out backwards from each launch call and a
+  ``ΔKT floor`` slice from it forwards (consecutive dispatch slices of one op
+  tile the host time: T_dispatch of a later launch runs from the previous
+  launch's end, docs/method.md), and ``GPU idle caused`` slices: the stretches
+  during which this thread's work kept a GPU idle, by cause;
+* device ``D`` (pid = device, as Kineto writes it): per stream a ``queue
+  wait`` track (``[queue_start, queue_start + queue_wait]`` per kernel) and a
+  ``ΔKT launch latency`` track (the exposed part, ending at the kernel), and
+  one ``GPU idle by cause`` track (``Analysis.idle``);
+* flow arrows from each launch call to its kernel and from each device idle
+  slice to the host slice of its cause (for the ``max_flows`` largest of each
+  kind, which bounds the output on big traces).
 
 A chrome-trace thread must nest properly, so slices that would overlap
-partially go to the next lane of their family (vectorized rounds over
-:func:`taxbreak.trace.nesting.nesting`). The new events have category
-``taxbreak``, which analyses skip as an unmodelled category (counted as
-``event.unknown_category``), so re-analysing an annotated trace gives the same
-numbers.
+partially go to the next lane of their track (vectorized rounds over
+:func:`taxbreak.trace.nesting.nesting`); beyond ``MAX_LANES`` lanes they are
+written as async events. Every added event has category ``taxbreak``, which
+the reader skips silently, and the original events are copied through as text
+(:mod:`taxbreak.report.annotate_io`), so re-analysing an annotated trace gives
+the same frames and summary.
 """
 from __future__ import annotations
 
-import gzip
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import msgspec
 import numpy as np
 import pandas as pd
 
-from ..trace.errors import TraceFormatError, UnsupportedFormatError
-from ..trace.nesting import nesting
+from ..trace.errors import UnsupportedFormatError
+from . import annotate_io as io
+from .annotate_layout import (CATEGORY, FLOW_ID_BASE, IDLE_TRACK, MAX_LANES, TID_BASE, assign_lanes,  # noqa: F401
+                              idle_flows, lay_out, launch_flows, nested_subset, slice_events, thread_names)
 
-HOST_PID = 2_000_000_001  # above any OS pid (Linux pid_max <= 2^22) and any device id
-DEVICE_PID = 2_000_000_002
-CATEGORY = "taxbreak"
-MAX_LANES = 16
+MAX_FLOWS = 2000
 HOST_PARTS = (("ft_python_ns", "ΔFT python"), ("ft_dispatch_ns", "ΔFT dispatch"), ("ct_ns", "ΔCT library"))
-QUEUE_NAME = "ΔKT launch latency (exposed)"
 FLOOR_NAME = "ΔKT floor"
+QUEUE_NAME = "queue wait"
+LATENCY_NAME = "ΔKT launch latency (exposed)"
+IDLE_PREFIX = "GPU idle: "
+CAUSED_PREFIX = "GPU idle caused: "
 
 
 @dataclass
 class AnnotateStats:
     kernels: int = 0
     slices: dict[str, int] = field(default_factory=dict)
-    host_lanes: int = 0
-    device_lanes: int = 0
+    tracks: int = 0
     overflow: int = 0  # slices written as async events (more than MAX_LANES lanes needed)
+    flows: dict[str, int] = field(default_factory=dict)
 
     def summary_line(self) -> str:
         if not self.kernels:
             # a CPU-only trace: the copy is written, but it has no ΔFT/ΔCT/ΔKT tracks to add
             return "no kernels in the trace: nothing to annotate (the copy holds the original events only)"
         parts = ", ".join(f"{v:,} {k}" for k, v in self.slices.items())
+        flows = ", ".join(f"{v:,} {k}" for k, v in self.flows.items()) or "none"
         extra = (f"; {self.overflow:,} slices beyond {MAX_LANES} lanes written as async events"
                  if self.overflow else "")
-        return (f"{self.kernels:,} kernels annotated ({parts}) on {self.host_lanes} host and "
-                f"{self.device_lanes} device lanes{extra}")
+        return (f"{self.kernels:,} kernels annotated ({parts}) on {self.tracks} tracks beside their threads "
+                f"and streams; flow arrows: {flows}{extra}")
 
 
 def require_kineto(path: str | Path) -> None:
@@ -76,84 +80,15 @@ def require_kineto(path: str | Path) -> None:
                                      hint="Nsight exports cannot be annotated; profile with the torch backend")
 
 
-def read_kineto_document(path: str | Path) -> dict:
-    """The trace as a JSON object (gzip or plain); a list becomes ``{"traceEvents": [...]}``."""
-    raw = Path(path).read_bytes()
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as err:
-            raise TraceFormatError("gzip.truncated", f"gzip stream is corrupt: {err}", path=str(path)) from err
-    try:
-        doc = msgspec.json.decode(raw)
-    except msgspec.DecodeError as err:
-        raise UnsupportedFormatError("format.unknown", "annotate needs a Kineto JSON trace", path=str(path),
-                                     hint="Nsight exports cannot be annotated; give the .json/.json.gz trace") from err
-    if isinstance(doc, list):
-        doc = {"traceEvents": doc}
-    if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
-        raise TraceFormatError("kineto.no_events", "JSON without a traceEvents list", path=str(path))
-    return doc
-
-
-def assign_lanes(group: np.ndarray, start: np.ndarray, end: np.ndarray, max_lanes: int = MAX_LANES) -> np.ndarray:
-    """A lane per interval so that the intervals of one group on one lane nest properly.
-
-    Each pass keeps a properly nested subset of the remaining intervals (see
-    :func:`nested_subset`) on the current lane and moves the rest to the next.
-    Intervals still left after ``max_lanes`` passes get lane -1.
-    """
-    lane = np.full(len(start), -1, dtype=np.int64)
-    todo = np.arange(len(start))
-    for current in range(max_lanes):
-        if len(todo) == 0:
-            break
-        ok = nested_subset(group[todo], start[todo], end[todo])
-        lane[todo[ok]] = current
-        todo = todo[~ok]
-    return lane
-
-
-def nested_subset(group: np.ndarray, start: np.ndarray, end: np.ndarray, max_rounds: int = 32) -> np.ndarray:
-    """A mask of intervals that nest properly per group (disjoint or contained).
-
-    Rounds of :func:`taxbreak.trace.nesting.nesting` drop every interval that
-    ends after its computed parent until none does; a set where every interval
-    lies inside its innermost open predecessor is a proper stack. If that has
-    not settled after ``max_rounds`` rounds, the strict rule (each interval
-    starts after all earlier ones ended) gives a valid subset instead.
-    """
-    keep = np.ones(len(start), dtype=bool)
-    for _ in range(max_rounds):
-        idx = np.flatnonzero(keep)
-        depth, parent = nesting(group[idx], start[idx], end[idx] - start[idx])
-        bad = (depth > 0) & (parent < 0)
-        has = parent >= 0
-        bad[has] = end[idx][has] > end[idx][parent[has]]
-        if not bad.any():
-            return keep
-        keep[idx[bad]] = False
-    return keep & _disjoint_subset(group, start, end)
-
-
-def _disjoint_subset(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """Per group in start order, the intervals that start after every earlier one ended."""
-    order = np.lexsort((start, group))
-    g, s, e = group[order], start[order], end[order]
-    reach = pd.Series(e).groupby(g).cummax().groupby(g).shift(1).to_numpy(dtype=float, na_value=-np.inf)
-    ok = np.zeros(len(start), dtype=bool)
-    ok[order] = s >= reach
-    return ok
-
-
-def _ns(frame: pd.DataFrame, col: str) -> np.ndarray:
-    """A nullable ns column as float64 with NaN for NA."""
+def _int(frame: pd.DataFrame, col: str) -> tuple[np.ndarray, np.ndarray]:
+    """A nullable integer column as (int64 values with 0 for NA, measured mask): exact, no float."""
     if col not in frame.columns:
-        return np.full(len(frame), np.nan)
-    return pd.to_numeric(frame[col], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        return np.zeros(len(frame), np.int64), np.zeros(len(frame), bool)
+    values = pd.to_numeric(frame[col], errors="coerce")
+    return values.fillna(0).to_numpy(dtype=np.int64), values.notna().to_numpy()
 
 
-def _launched(kernels: pd.DataFrame) -> pd.DataFrame:
+def launched(kernels: pd.DataFrame) -> pd.DataFrame:
     """Kernels with a launch call on a known host thread."""
     need = ("launch_start_ns", "launch_pid", "launch_tid")
     if any(c not in kernels.columns for c in need):
@@ -161,144 +96,156 @@ def _launched(kernels: pd.DataFrame) -> pd.DataFrame:
     mask = kernels["launch_start_ns"].notna() & kernels["launch_pid"].notna() & kernels["launch_tid"].notna()
     if "kind" in kernels.columns:
         mask &= kernels["kind"] == "kernel"
-    return kernels[mask]
+    return kernels[mask].reset_index(drop=True)
 
 
-def host_slices(k: pd.DataFrame) -> pd.DataFrame:
-    """Host-side slices (ns, trace-table clock): one row per (kernel, component),
-    laid out backwards from the launch call (ΔCT ends at it) and the floor after it."""
-    launch = _ns(k, "launch_start_ns")
-    rows, end = [], launch.copy()
+def _slices(pid, track, name, start, dur, args, link=None) -> pd.DataFrame:
+    n = len(start)
+    return pd.DataFrame({"pid": np.asarray(pid, np.int64), "track": track, "name": name,
+                         "start_ns": np.asarray(start, np.int64), "dur_ns": np.asarray(dur, np.int64),
+                         "args": pd.Series(args, dtype=object) if n else pd.Series([], dtype=object),
+                         "link": np.full(n, -1, np.int64) if link is None else np.asarray(link, np.int64)})
+
+
+def host_slices(k: pd.DataFrame, full: list[dict], brief: list[dict]) -> list[pd.DataFrame]:
+    """ΔFT/ΔCT slices backwards from each launch call (ΔCT ends at it), ΔKT floor after it."""
+    launch, _ = _int(k, "launch_start_ns")
+    pid, tid = _int(k, "launch_pid")[0], _int(k, "launch_tid")[0]
+    out, end = [], launch.copy()
     for col, name in reversed(HOST_PARTS):
-        raw = _ns(k, col)
-        dur = np.nan_to_num(raw)
-        rows.append(_part(k, name, end - dur, dur, raw))
+        dur, measured = _int(k, col)
+        keep = np.flatnonzero(measured & (dur > 0))
+        out.append(_slices(pid[keep], [f"taxbreak {name} (thread {t})" for t in tid[keep]], name,
+                           end[keep] - dur[keep], dur[keep], [brief[i] for i in keep]))
         end = end - dur
-    floor = _ns(k, "kt_floor_ns")
-    rows.append(_part(k, FLOOR_NAME, launch, np.nan_to_num(floor), floor))
-    return pd.concat(rows, ignore_index=True)
-
-
-def _part(k: pd.DataFrame, name: str, start: np.ndarray, dur: np.ndarray, raw: np.ndarray) -> pd.DataFrame:
-    return pd.DataFrame({"kernel": np.arange(len(k)), "name": name, "start_ns": start, "dur_ns": dur,
-                         "measured": ~np.isnan(raw)})
-
-
-def build_events(kernels: pd.DataFrame, shift_ns: int) -> tuple[list[dict], AnnotateStats]:
-    """The added trace events (µs, trace clock) and what was added."""
-    k = _launched(kernels).reset_index(drop=True)
-    stats = AnnotateStats(kernels=len(k))
-    if len(k) == 0:
-        return [], stats
-    parts = host_slices(k)
-    parts = parts[parts["measured"] & (parts["dur_ns"] > 0)].reset_index(drop=True)
-    kid = parts["kernel"].to_numpy()
-    pid, tid = k["launch_pid"].astype("int64").to_numpy()[kid], k["launch_tid"].astype("int64").to_numpy()[kid]
-    family = pd.MultiIndex.from_arrays([pid, tid, parts["name"].to_numpy()])
-    labels = [f"host {p}:{t} · {n}" for p, t, n in family]
-    full_args = _kernel_args(k)
-    events, stats.host_lanes, over_h = _lane_events(HOST_PID, parts, family, labels, k, full_args, shift_ns,
-                                                    "taxbreak: host components (ΔFT, ΔCT, ΔKT floor)")
-    for name, count in parts["name"].value_counts(sort=False).items():
-        stats.slices[name] = int(count)
-    q = queue_slices(k)
-    dev_family = pd.MultiIndex.from_arrays([k["device"].astype("int64").to_numpy()[q["kernel"]],
-                                            k["stream"].astype("int64").to_numpy()[q["kernel"]]])
-    dev_labels = [f"GPU {d} stream {s} · queued" for d, s in dev_family]
-    dev_events, stats.device_lanes, over_d = _lane_events(DEVICE_PID, q, dev_family, dev_labels, k, full_args,
-                                                          shift_ns,
-                                                          "taxbreak: device queue (ΔKT above floor)")
-    stats.slices[QUEUE_NAME] = len(q)
-    stats.overflow = over_h + over_d
-    return events + dev_events, stats
-
-
-def queue_slices(k: pd.DataFrame) -> pd.DataFrame:
-    """Device-side slices ending at each kernel's start, lasting ``launch_latency_ns``."""
-    resid = _ns(k, "launch_latency_ns")
-    keep = np.flatnonzero(~np.isnan(resid) & (resid > 0))
-    start = _ns(k, "start_ns")[keep]
-    return pd.DataFrame({"kernel": keep, "name": QUEUE_NAME, "start_ns": start - resid[keep],
-                         "dur_ns": resid[keep], "measured": True})
-
-
-def _lane_events(pid: int, slices: pd.DataFrame, family: pd.MultiIndex, labels: list[str], k: pd.DataFrame,
-                 full_args: list[dict], shift_ns: int, process: str) -> tuple[list[dict], int, int]:
-    """X events for ``slices`` on lanes of their family, plus the M naming events."""
-    if len(slices) == 0:
-        return [], 0, 0
-    group = pd.factorize(family)[0]
-    start = np.rint(slices["start_ns"].to_numpy(dtype=float)).astype(np.int64)
-    end = start + np.rint(slices["dur_ns"].to_numpy(dtype=float)).astype(np.int64)
-    lane = assign_lanes(group, start, end)
-    on_lane = lane >= 0
-    tid = np.zeros(len(lane), dtype=np.int64)
-    tid[on_lane] = pd.factorize(pd.MultiIndex.from_arrays([group[on_lane], lane[on_lane]]), sort=True)[0] + 1
-    args = _slice_args(k, slices, full_args)
-    names = slices["name"].to_numpy()
-    events = [{"ph": "X", "cat": CATEGORY, "name": names[i], "pid": pid, "tid": int(tid[i]),
-               "ts": _us(start[i] + shift_ns), "dur": _us(end[i] - start[i]), "args": args[i]}
-              for i in np.flatnonzero(on_lane)]
-    events += _async_events(pid, names, start, end, args, np.flatnonzero(~on_lane), shift_ns)
-    lane_labels = [f"{label} · lane {ln}" for label, ln in zip(labels, lane)]
-    names_meta = _thread_names(pid, tid[on_lane], [lane_labels[i] for i in np.flatnonzero(on_lane)], process)
-    return events + names_meta, int(tid.max()), int((~on_lane).sum())
-
-
-def _async_events(pid: int, names, start, end, args, idx: np.ndarray, shift_ns: int) -> list[dict]:
-    """Slices beyond MAX_LANES (deep device queues) as async b/e pairs, which
-    trace viewers stack on their own rows, so they never overlap improperly."""
-    out = []
-    for n, i in enumerate(idx):
-        ident = f"0x{pid:x}{n:08x}"
-        out.append({"ph": "b", "cat": CATEGORY, "name": names[i], "id": ident, "pid": pid, "tid": 0,
-                    "ts": _us(start[i] + shift_ns), "args": args[i]})
-        out.append({"ph": "e", "cat": CATEGORY, "name": names[i], "id": ident, "pid": pid, "tid": 0,
-                    "ts": _us(end[i] + shift_ns)})
+    floor, measured = _int(k, "kt_floor_ns")
+    keep = np.flatnonzero(measured & (floor > 0))
+    out.append(_slices(pid[keep], [f"taxbreak {FLOOR_NAME} (thread {t})" for t in tid[keep]], FLOOR_NAME,
+                       launch[keep], floor[keep], [full[i] for i in keep]))
     return out
 
 
-def _us(ns) -> float:
-    """ns -> µs with one rounding: epoch-based ``ts`` (~1.7e18 ns) would lose
-    precision if converted to float before the division."""
-    whole, rest = divmod(int(ns), 1000)
-    return whole + rest / 1000
+def device_slices(k: pd.DataFrame, brief: list[dict]) -> list[pd.DataFrame]:
+    """Per stream: the queue wait of each kernel and its exposed launch latency (ending at it)."""
+    device, stream = _int(k, "device")[0], _int(k, "stream")[0]
+    start, _ = _int(k, "start_ns")
+    q_start, q_ok = _int(k, "queue_start_ns")
+    q_dur, q_dur_ok = _int(k, "queue_wait_ns")
+    keep = np.flatnonzero(q_ok & q_dur_ok & (q_dur > 0))
+    queue = _slices(device[keep], [f"taxbreak {QUEUE_NAME} (stream {_stream(s)})" for s in stream[keep]],
+                    QUEUE_NAME, q_start[keep], q_dur[keep], [brief[i] for i in keep])
+    latency, ok = _int(k, "launch_latency_ns")
+    keep = np.flatnonzero(ok & (latency > 0))
+    exposed = _slices(device[keep], [f"taxbreak ΔKT launch latency (stream {_stream(s)})" for s in stream[keep]],
+                      LATENCY_NAME, start[keep] - latency[keep], latency[keep], [brief[i] for i in keep])
+    return [queue, exposed]
+
+
+def _stream(stream: int) -> str:
+    return "none" if stream in (-1, 4294967295) else str(stream)  # 2^32-1: CUPTI's "no stream"
+
+
+def idle_slices(idle: pd.DataFrame | None, k: pd.DataFrame) -> list[pd.DataFrame]:
+    """Device idle pieces by cause, and their mirror on the host thread that caused them
+    (the flow arrows join the two by ``link``)."""
+    if idle is None or len(idle) == 0:
+        return []
+    idle = launching_thread(idle[idle["end_ns"] > idle["start_ns"]].reset_index(drop=True), k)
+    start, end = idle["start_ns"].to_numpy(np.int64), idle["end_ns"].to_numpy(np.int64)
+    cause = idle["cause"].astype(str).to_numpy()
+    args = _idle_args(idle)
+    link = np.arange(len(idle))
+    device = _slices(idle["device"].to_numpy(np.int64), IDLE_TRACK,
+                     [IDLE_PREFIX + c for c in cause], start, end - start, args, link)
+    pid, has_pid = _int(idle, "pid")
+    tid, has_tid = _int(idle, "tid")
+    on = np.flatnonzero(has_pid & has_tid)
+    host = _slices(pid[on], [f"taxbreak GPU idle caused (thread {t})" for t in tid[on]],
+                   [CAUSED_PREFIX + c for c in cause[on]], start[on], (end - start)[on], [args[i] for i in on],
+                   link[on])
+    return [device, host]
+
+
+def launching_thread(idle: pd.DataFrame, k: pd.DataFrame) -> pd.DataFrame:
+    """Idle pieces of cause ``launch_api`` (the next kernel's launch call was running) carry
+    no thread in ``Analysis.idle``: it is the thread of that launch call."""
+    missing = (idle["cause"].astype(str) == "launch_api") & idle["pid"].isna() & idle["next_correlation"].notna()
+    if not missing.any() or "correlation" not in k.columns:
+        return idle
+    by_corr = k.drop_duplicates("correlation").set_index("correlation")
+    idle = idle.copy()
+    corr = idle.loc[missing, "next_correlation"]
+    idle.loc[missing, "pid"] = corr.map(by_corr["launch_pid"]).to_numpy()
+    idle.loc[missing, "tid"] = corr.map(by_corr["launch_tid"]).to_numpy()
+    return idle
+
+
+def _idle_args(idle: pd.DataFrame) -> list[dict]:
+    """Step and the correlation id of the activity that ended the gap (cause and length are
+    the slice's name and duration already)."""
+    corr, has = _int(idle, "next_correlation")
+    step = idle["step"].to_numpy(np.int64) if "step" in idle.columns else np.full(len(idle), -1)
+    return [{"step": s, "next_correlation": n if h else None}
+            for s, n, h in zip(step.tolist(), corr.tolist(), has.tolist())]
 
 
 ARG_COLUMNS = ("correlation", "op_name", "t_py_ns", "t_dispatch_ns", "t_launch_ns", "ft_python_ns",
-               "ft_dispatch_ns", "ct_ns", "kt_floor_ns", "launch_latency_ns", "is_library", "kernel_class")
+               "ft_dispatch_ns", "ct_ns", "kt_floor_ns", "t_floor_ns", "queue_wait_ns", "launch_latency_ns",
+               "is_library", "kernel_class")
 
 
-def _slice_args(k: pd.DataFrame, slices: pd.DataFrame, full: list[dict]) -> list[dict]:
-    """Kernel name and correlation on every slice; every component value (µs,
-    ``None`` where not measured, from ``full``) on the ΔKT floor and queue slices."""
-    kid = slices["kernel"].to_numpy()
-    names, corr = k["name"].astype(str).to_numpy(), k["correlation"].to_numpy()
-    wide = slices["name"].isin([FLOOR_NAME, QUEUE_NAME]).to_numpy()
-    return [dict(kernel=names[i], **(full[i] if w else {"correlation": int(corr[i])}))
-            for i, w in zip(kid, wide)]
-
-
-def _kernel_args(k: pd.DataFrame) -> list[dict]:
-    cols = {}
+def kernel_args(k: pd.DataFrame) -> tuple[list[dict], list[dict]]:
+    """Per kernel: its name and every component value (µs, ``None`` where not measured)
+    for the ΔKT floor slice, and the kernel's correlation id for the others."""
+    names = k["name"].astype(str).tolist()
+    cols = {"kernel": names}
     for c in ARG_COLUMNS:
         if c not in k.columns:
             continue
         if c.endswith("_ns"):
-            v = _ns(k, c) / 1e3
-            cols[c[:-3] + "_us"] = [None if np.isnan(x) else round(float(x), 3) for x in v]
+            ns, measured = _int(k, c)
+            cols[c[:-3] + "_us"] = [round(v / 1e3, 3) if m else None for v, m in zip(ns.tolist(), measured)]
         else:
             cols[c] = [None if pd.isna(x) else (x.item() if hasattr(x, "item") else x) for x in k[c]]
-    return [dict(zip(cols, vals)) for vals in zip(*cols.values())] if cols else [{} for _ in range(len(k))]
+    # not "correlation": tools that join launches to kernels by args.correlation (HTA) would
+    # take every added slice for one more launch
+    if "correlation" in cols:
+        cols["kernel_correlation"] = cols.pop("correlation")
+    full = [dict(zip(cols, vals)) for vals in zip(*cols.values())]
+    # the name is on the kernel's own event and in the floor slice: repeating it on every slice
+    # would double the size of a trace with long template names
+    return full, [{"kernel_correlation": c} for c in cols.get("kernel_correlation", [None] * len(k))]
 
 
-def _thread_names(pid: int, tids: np.ndarray, labels: list[str], process: str) -> list[dict]:
-    """``M`` events naming the new process and each of its lanes (first label per tid)."""
-    first = pd.Series(labels).groupby(tids).first()
-    meta = [{"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": process}},
-            {"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": pid}}]
-    return meta + [{"ph": "M", "name": "thread_name", "pid": pid, "tid": int(t), "args": {"name": label}}
-                   for t, label in first.items()]
+def all_slices(k: pd.DataFrame, idle: pd.DataFrame | None) -> pd.DataFrame:
+    full, brief = kernel_args(k)
+    parts = host_slices(k, full, brief) + device_slices(k, brief) + idle_slices(idle, k)
+    return pd.concat(parts, ignore_index=True) if parts else _slices([], [], [], [], [], [])
+
+
+def build_events(kernels: pd.DataFrame, shift_ns: int, idle: pd.DataFrame | None = None,
+                 max_flows: int = MAX_FLOWS) -> tuple[list[dict], AnnotateStats]:
+    """The added trace events (trace clock, exact µs text) and what was added."""
+    k = launched(kernels)
+    stats = AnnotateStats(kernels=len(k))
+    if len(k) == 0:
+        return [], stats
+    slices = all_slices(k, idle)
+    tid, lane = lay_out(slices)
+    events = slice_events(slices, tid, lane, shift_ns)
+    events += thread_names(slices, tid, lane, int(slices["start_ns"].min()) + shift_ns)
+    kernel_arrows = launch_flows(k, shift_ns, max_flows, FLOW_ID_BASE)
+    idle_arrows = idle_flows(slices, tid, lane, shift_ns, max_flows, FLOW_ID_BASE + len(kernel_arrows) // 2)
+    stats.slices = {str(n): int(c) for n, c in _slice_counts(slices).items()}
+    stats.tracks, stats.overflow = len(np.unique(tid)), int((lane < 0).sum())
+    stats.flows = {"launch → kernel": len(kernel_arrows) // 2, "GPU idle → cause": len(idle_arrows) // 2}
+    return events + kernel_arrows + idle_arrows, stats
+
+
+def _slice_counts(slices: pd.DataFrame) -> pd.Series:
+    """Slices per name, idle ones counted once per kind (device and host mirror)."""
+    kind = slices["name"].str.replace(r":.*$", "", regex=True)
+    return kind.value_counts(sort=False)
 
 
 def time_shift_ns(meta) -> int:
@@ -313,26 +260,25 @@ def time_shift_ns(meta) -> int:
     return int(meta.origin_ns or 0)
 
 
-def annotate_document(doc: dict, analysis) -> AnnotateStats:
-    """Append the decomposition tracks to a Kineto document in place."""
-    meta = analysis.tables.meta
+def _require_kineto_analysis(meta, path) -> None:
     if meta.source_format and meta.source_format != "kineto":
         raise UnsupportedFormatError("format.unknown", f"annotate needs a Kineto trace, not {meta.source_format}",
-                                     path=meta.path, hint="profile with the Kineto backend (the default)")
-    events, stats = build_events(analysis.kernels, time_shift_ns(meta))
-    doc["traceEvents"].extend(events)
-    return stats
+                                     path=str(path), hint="profile with the Kineto backend (the default)")
 
 
-def write_annotated(trace_path: str | Path, analysis, output: str | Path) -> AnnotateStats:
+def annotated_bytes(raw: bytes, analysis, max_flows: int = MAX_FLOWS, path: str | Path = "") -> tuple[bytes, AnnotateStats]:
+    """The annotated document's JSON text from the original's: original bytes kept, events appended."""
+    meta = analysis.tables.meta
+    _require_kineto_analysis(meta, path or meta.path)
+    top, array = io.split_document(raw, path)
+    events, stats = build_events(analysis.kernels, time_shift_ns(meta), getattr(analysis, "idle", None), max_flows)
+    return io.join_document(top, io.splice_events(array, io.encode_events(events))), stats
+
+
+def write_annotated(trace_path: str | Path, analysis, output: str | Path,
+                    max_flows: int = MAX_FLOWS) -> AnnotateStats:
     """Read the trace, add the tracks, write ``output`` (gzip when it ends in .gz)."""
-    meta = analysis.tables.meta
-    if meta.source_format and meta.source_format != "kineto":
-        raise UnsupportedFormatError("format.unknown", f"annotate needs a Kineto trace, not {meta.source_format}",
-                                     path=str(trace_path), hint="profile with the Kineto backend (the default)")
-    doc = read_kineto_document(trace_path)
-    stats = annotate_document(doc, analysis)
-    data = msgspec.json.encode(doc)
-    out = Path(output)
-    out.write_bytes(gzip.compress(data, compresslevel=6) if out.name.endswith(".gz") else data)
+    _require_kineto_analysis(analysis.tables.meta, trace_path)
+    data, stats = annotated_bytes(io.read_trace_bytes(trace_path), analysis, max_flows, trace_path)
+    io.write_document(data, output)
     return stats

@@ -1,7 +1,8 @@
 """Text, JUnit XML and Markdown forms of a budget :class:`CheckResult`."""
 from __future__ import annotations
 
-from xml.sax.saxutils import escape, quoteattr
+import re
+import xml.etree.ElementTree as ET
 
 from .check import CheckResult, Outcome
 from .metrics import fmt_value
@@ -48,34 +49,48 @@ def render_check_text(result: CheckResult) -> str:
     return "\n".join(lines + ["", headline(result)]) + "\n"
 
 
-def render_junit(result: CheckResult, suite_name: str = "taxbreak.budget") -> str:
+# characters XML 1.0 cannot hold at all, not even escaped (C0 controls but tab/newline/CR,
+# lone surrogates, U+FFFE/U+FFFF): a limit's name or detail carrying one would make the file unreadable
+_XML_ILLEGAL = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_text(text: str) -> str:
+    """``text`` without the characters XML 1.0 forbids (ElementTree escapes the rest)."""
+    return _XML_ILLEGAL.sub("", str(text))
+
+
+def render_junit(result: CheckResult, suite_name: str = "taxbreak.budget", time_s: float | None = None) -> str:
     """JUnit XML: one testcase per limit; failures and unmeasured limits fail,
-    skipped limits are ``<skipped>``."""
-    failures = sum(o.status == "fail" for o in result.outcomes)
-    errors = sum(o.status == "not_measured" for o in result.outcomes)
-    skipped = sum(o.status == "skipped" for o in result.outcomes)
-    out = ['<?xml version="1.0" encoding="UTF-8"?>',
-           f'<testsuites name={quoteattr(suite_name)} tests="{len(result.outcomes)}" '
-           f'failures="{failures}" errors="{errors}" skipped="{skipped}">',
-           f'  <testsuite name={quoteattr(suite_name)} tests="{len(result.outcomes)}" '
-           f'failures="{failures}" errors="{errors}" skipped="{skipped}">']
+    skipped limits are ``<skipped>``.
+
+    Built with ``xml.etree.ElementTree``, so any limit name, detail or suite name
+    (quotes, ``]]>``, control characters) gives a well-formed file. ``time`` is in
+    seconds: the suite's is ``time_s`` (what reading the run and evaluating the
+    budget took, measured by the caller; 0 when not given), each case's is 0, since
+    a limit is a comparison against an already computed summary.
+    """
+    counts = {"tests": str(len(result.outcomes)),
+              "failures": str(sum(o.status == "fail" for o in result.outcomes)),
+              "errors": str(sum(o.status == "not_measured" for o in result.outcomes)),
+              "skipped": str(sum(o.status == "skipped" for o in result.outcomes)),
+              "time": f"{time_s or 0.0:.3f}"}
+    root = ET.Element("testsuites", name=xml_text(suite_name), **counts)
+    suite = ET.SubElement(root, "testsuite", name=xml_text(suite_name), **counts)
     for o in result.outcomes:
-        out.extend(_junit_case(o))
-    out += ["  </testsuite>", "</testsuites>"]
-    return "\n".join(out) + "\n"
+        _junit_case(suite, o)
+    ET.indent(root, space="  ")
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def _junit_case(o: Outcome) -> list[str]:
-    name = quoteattr(f"{o.scope}.{o.metric} {o.expected}")
-    classname = quoteattr(f"taxbreak.{o.kind}.{o.scope}")
-    message = quoteattr(f"actual {_actual(o)}: {o.detail}".strip(": "))
+def _junit_case(suite: ET.Element, o: Outcome) -> None:
+    case = ET.SubElement(suite, "testcase", classname=xml_text(f"taxbreak.{o.kind}.{o.scope}"),
+                         name=xml_text(f"{o.scope}.{o.metric} {o.expected}"), time="0.000")
     if o.status == "pass":
-        return [f"    <testcase classname={classname} name={name}/>"]
+        return
     tag = {"fail": "failure", "not_measured": "error", "skipped": "skipped"}[o.status]
-    body = escape(f"{o.scope}.{o.metric}: expected {o.expected}, actual {_actual(o)}; {o.detail}")
-    return [f"    <testcase classname={classname} name={name}>",
-            f"      <{tag} message={message} type={quoteattr(o.status)}>{body}</{tag}>",
-            "    </testcase>"]
+    child = ET.SubElement(case, tag, message=xml_text(f"actual {_actual(o)}: {o.detail}".strip(": ")),
+                          type=o.status)
+    child.text = xml_text(f"{o.scope}.{o.metric}: expected {o.expected}, actual {_actual(o)}; {o.detail}")
 
 
 def render_markdown(result: CheckResult, title: str = "taxbreak budget") -> str:

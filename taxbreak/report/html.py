@@ -1,9 +1,10 @@
 """A self-contained HTML report of one analysis (``taxbreak report``).
 
-One file, no JavaScript, no network: inline CSS and hand-written SVG. A
-Content-Security-Policy forbids scripts outright, and every trace string is
-escaped (:mod:`taxbreak.report.markup`), so a kernel named
-``<script>alert(1)</script>`` renders as text.
+One file, no JavaScript, no network: inline CSS and static SVG charts drawn
+by matplotlib (:mod:`taxbreak.report.plotting`, imported only when a page is
+rendered). A Content-Security-Policy forbids scripts outright, and every trace
+string is escaped (:mod:`taxbreak.report.markup`; matplotlib escapes the text
+it writes), so a kernel named ``<script>alert(1)</script>`` renders as text.
 """
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from .. import __version__
 from .diff import kernel_orchestration_ns
 from .markup import Markup, join, tag, void
 from .metrics import COMPONENTS, PHASES, fmt_value, number
-from .svg import COLORS, IDLE_COLORS, BarGroup, Segment, idle_bars, legend, line_chart, stacked_bars
-from .timeline import render_timeline
+from .svg import BarGroup, Segment, component_chart, idle_chart, queue_chart, step_chart
+from .words import NOT_MEASURED
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 CSS = """
@@ -30,8 +31,7 @@ td.name,th.name{max-width:560px;overflow-wrap:anywhere;text-align:left}
 .cards{display:flex;gap:12px;flex-wrap:wrap}
 .card{border:1px solid #ddd;border-radius:6px;padding:8px 12px;min-width:130px}
 .card b{display:block;font-size:20px}.missing{color:#777;font-style:italic}.note{color:#555;font-size:13px}
-.legend{font-size:12px;margin:4px 0}.legend-item{margin-right:14px;white-space:nowrap}
-.swatch{display:inline-block;width:11px;height:11px;vertical-align:middle}
+svg{max-width:100%;height:auto}
 dl.meta{display:grid;grid-template-columns:max-content auto;gap:2px 14px;font-size:13px}dt{color:#555}
 """
 
@@ -90,7 +90,7 @@ def header(analysis, manifest: dict | None, title: str | None) -> Markup:
 def _floor_text(s: dict) -> str:
     floor, source = number(s.get("floor_us")), s.get("floor_source")
     if floor is None:
-        return f"not available ({source or 'unknown'}: no device activity in trace)"
+        return f"{NOT_MEASURED} ({source or 'unknown'}: no device activity in trace)"
     return f"{floor:.2f} µs (source: {source or 'unknown'})"
 
 
@@ -109,31 +109,33 @@ def cards(s: dict) -> Markup:
 
 
 def phase_section(summary: dict) -> Markup:
-    """Stacked component bars against device-active time, per phase and overall."""
+    """Stacked component bars against device-active time, per phase and overall; then queue
+    wait and GPU idle by cause, each on its own axis and only where measured."""
     phases = summary.get("phases") or {}
     order = [p for p in PHASES if p in phases] + sorted(set(phases) - set(PHASES))
     groups = [_bar_group(name, phases[name]) for name in order] + [_bar_group("all", summary.get("all") or {})]
-    if all(g.device_us is None and all(s.value is None for s in g.segments) for g in groups):
+    chart = component_chart(groups)
+    if chart is None:
         note = ("no CUDA device in trace: the TaxBreak components, T_DeviceActive and HDBI are not measured "
                 "(the host partition of the timeline section still is)")
         return join([tag("p", note, class_="missing"), _phase_table(order, phases, summary)])
-    unmeasured = sorted({label for g in groups for s in g.segments if s.value is None for label in [s.label]})
+    unmeasured = sorted({s.label for g in groups for s in g.segments if s.value is None})
     notes = [tag("p", "not measured (not drawn): ", ", ".join(unmeasured), class_="missing")] if unmeasured else []
-    items = [(COLORS[k], label, "") for k, label in COMPONENTS] + [(COLORS["device_active_us"], "device active", ""),
-                                                                   (COLORS["queue_wait_union_us"], "queue wait (device side)", "")]
-    return join([legend(items), stacked_bars(groups), *notes, idle_section(order, phases, summary),
+    queue = queue_chart(groups)
+    queue_part = [tag("h3", "Queue wait (device side, not host time)"), queue] if queue is not None else \
+        [tag("p", "Queue wait: none (no launched kernel waited behind earlier work)", class_="note")]
+    return join([chart, *notes, *queue_part, idle_section(order, phases, summary),
                  _phase_table(order, phases, summary)])
 
 
 def idle_section(order: list[str], phases: dict, summary: dict) -> Markup:
     """GPU idle by the host layer that caused it, per phase (skipped, with a line, when not measured)."""
-    rows = [(name, phases[name].get("idle_by_cause_us")) for name in order]
+    rows = [("between steps" if name == "between" else name, phases[name].get("idle_by_cause_us")) for name in order]
     rows.append(("all", (summary.get("all") or {}).get("idle_by_cause_us")))
-    rows = [(label, causes) for label, causes in rows if causes]
-    if not rows:
+    chart = idle_chart(rows)
+    if chart is None:
         return tag("p", "GPU idle by cause: not measured (no device activity)", class_="missing")
-    items = [(color, cause.replace("_", " "), "") for cause, color in IDLE_COLORS.items()]
-    return join([tag("h3", "GPU idle by cause"), legend(items), idle_bars(rows)])
+    return join([tag("h3", "GPU idle by cause"), chart])
 
 
 def _bar_group(label: str, metrics: dict) -> BarGroup:
@@ -169,41 +171,43 @@ def _cell(value, key: str = "") -> Markup:
     return tag("td", fmt_value(value, key), class_="missing" if missing else None)
 
 
-PHASE_COLORS = {"prefill": "#4e79a7", "decode": "#e15759", "mixed": "#f28e2b", "unknown": "#76b7b2"}
-
-
-def _by_phase(steps: list[dict], key: str) -> list[tuple[str, list[float | None], str]]:
+def _by_phase(steps: list[dict], key: str) -> list[tuple[str, list[float | None]]]:
     """One series per phase: the phase's steps keep their value, the others are None."""
+    from .svg import PHASE_COLORS
+
     phases = [p for p in PHASE_COLORS if any(s.get("phase") == p for s in steps)]
     phases += sorted({str(s.get("phase")) for s in steps} - set(phases))
-    return [(f"{phase} {key}", [number(s.get(key)) if s.get("phase") == phase else None for s in steps],
-             PHASE_COLORS.get(phase, "#bab0ac")) for phase in phases]
+    return [(phase, [number(s.get(key)) if str(s.get("phase")) == phase else None for s in steps])
+            for phase in phases]
 
 
 def steps_section(summary: dict) -> Markup:
     """HDBI and T_Orchestrate per step, one coloured series per phase."""
     steps = [s for s in summary.get("steps") or [] if (number(s.get("step")) or 0) >= 0]
     if not steps:
-        return tag("p", "no per-step data", class_="missing")
-    xs = [s.get("step", i) for i, s in enumerate(steps)]
-    hdbi, orch = _by_phase(steps, "hdbi"), _by_phase(steps, "orchestration_us")
-    keys = legend([(color, name.split()[0], "") for name, _, color in hdbi])
-    return join([keys, tag("h3", "HDBI per step"), line_chart(xs, hdbi, "HDBI", y_max=1.0),
-                 tag("h3", "T_Orchestrate per step (µs)"), line_chart(xs, orch, "µs")])
+        return tag("p", "no per-step data (no step markers in the trace)", class_="missing")
+    xs = [int(number(s.get("step")) if number(s.get("step")) is not None else i) for i, s in enumerate(steps)]
+    parts = []
+    for key, title, y_label, y_max in (("hdbi", "HDBI per step", "HDBI", 1.0),
+                                       ("orchestration_us", "T_Orchestrate per step", "T_Orchestrate (µs)", None)):
+        chart = step_chart(xs, _by_phase(steps, key), y_label, key, y_max=y_max)
+        parts.append(tag("h3", title))
+        parts.append(chart if chart is not None else
+                     tag("p", f"{title}: not measured in any step (no device activity)", class_="missing"))
+    return join(parts)
 
 
 def timeline_section(analysis) -> Markup:
+    from .timeline import render_timeline
+
     tables = getattr(analysis, "tables", None)
     if tables is None:
         return tag("p", "trace tables not available", class_="missing")
     svg, window = render_timeline(tables, getattr(analysis, "steps", None))
     if window is None:
         return svg
-    items = [("#76b7b2", "Python", ""), ("#4e79a7", "op", ""), ("#e15759", "launch API", ""),
-             ("#f28e2b", "other API", ""), ("#9c755f", "sync", ""), ("#59a14f", "kernel", ""),
-             ("#af7aa1", "memcpy", ""), ("#d62728", "device idle (shaded)", "")]
     return join([tag("p", f"{window.label}: {(window.end_ns - window.start_ns) / 1e3:,.1f} µs. ", window.note,
-                     class_="note"), legend(items), tag("div", svg, style="overflow-x:auto"),
+                     class_="note"), tag("div", svg, style="overflow-x:auto"),
                  partition_table(getattr(analysis, "host_partition", None), getattr(analysis, "steps", None))])
 
 

@@ -11,6 +11,8 @@ import math
 
 import pandas as pd
 
+from .words import NOT_MEASURED
+
 # Every key of a summary metric dict (docs/architecture.md, docs/method.md).
 METRIC_KEYS: tuple[str, ...] = (
     "kernels", "launches", "orphan_kernels", "orphan_launches",
@@ -90,7 +92,7 @@ def number(value) -> float | None:
         return None
 
 
-def fmt_value(value, key: str = "", missing: str = "not measured") -> str:
+def fmt_value(value, key: str = "", missing: str = NOT_MEASURED) -> str:
     """Human form of one metric value; ``missing`` for None/NaN, never "0"."""
     if is_missing(value):
         return missing

@@ -1,14 +1,20 @@
-"""Small dependency-free SVG charts: stacked bars and line charts.
+"""The HTML report's charts: per-phase bars and per-step series (matplotlib SVG).
 
-Every value that is ``None`` is drawn as absent and labelled "not measured";
-nothing unmeasured is drawn as a zero-length bar or a zero point.
+Every value that is ``None`` is absent from a chart and named as not measured
+in its labels; nothing unmeasured is drawn as a zero-length bar or a zero
+point. A chart with nothing to show is not drawn: its function returns
+``None`` and the caller says why in one line. matplotlib is imported when a
+chart is drawn (:mod:`taxbreak.report.plotting`), never at import time.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .markup import Markup, join, tag, void
-from .metrics import fmt_value
+import numpy as np
+
+from .markup import Markup
+from .metrics import COMPONENTS, fmt_value
+from .words import NOT_MEASURED
 
 COLORS = {
     "framework_python_us": "#4e79a7", "framework_dispatch_us": "#a0cbe8", "library_us": "#f28e2b",
@@ -19,7 +25,8 @@ COLORS = {
 IDLE_COLORS = {"python": "#4e79a7", "dispatch": "#a0cbe8", "library": "#f28e2b", "launch_api": "#e15759",
                "sync": "#b07aa1", "other_api": "#9c755f", "untraced": "#bab0ac", "unlinked": "#d4a6c8",
                "nothing_pending": "#e8e8e8"}
-FONT = "font-family:system-ui,sans-serif;font-size:12px"
+PHASE_COLORS = {"prefill": "#4e79a7", "decode": "#e15759", "mixed": "#f28e2b", "unknown": "#76b7b2"}
+BAR_H = 0.36
 
 
 @dataclass
@@ -42,138 +49,164 @@ class BarGroup:
     queue_us: float | None = None  # union of queue waits: device-side, drawn on its own
 
 
-def _svg(width: int, height: int, *children, label: str) -> Markup:
-    return tag("svg", *children, xmlns="http://www.w3.org/2000/svg", width=width, height=height,
-               viewBox=f"0 0 {width} {height}", role="img", aria_label=label, style=FONT)
+def _us(value: float | None) -> str:
+    return NOT_MEASURED if value is None else f"{fmt_value(value)} µs"
 
 
-def _text(x: float, y: float, text, anchor: str = "start", **attrs) -> Markup:
-    return tag("text", text, x=f"{x:.1f}", y=f"{y:.1f}", text_anchor=anchor, **attrs)
+def _group_label(group: BarGroup) -> str:
+    """Tick label: phase, HDBI, T_Orchestrate (which excludes the launch latency, as in the
+    method) and device-active time: the numbers stay readable whatever the bar lengths."""
+    device = group.device_note if group.device_us is None else f"device {_us(group.device_us)}"
+    latency = next((s.value for s in group.segments if s.key == "launch_latency_us"), None)
+    extra = f" + latency {fmt_value(latency)}" if latency else ""
+    return (f"{group.label} · HDBI {fmt_value(group.hdbi, 'hdbi')}\n"
+            f"T_Orchestrate {_us(group.orchestration_us)}{extra}\n{device}")
 
 
-def _rect(x: float, y: float, w: float, h: float, fill: str, title: str | None = None, **attrs) -> Markup:
-    if title is None:
-        return void("rect", x=f"{x:.2f}", y=f"{y:.2f}", width=f"{max(w, 0):.2f}", height=f"{h:.2f}",
-                    fill=fill, **attrs)
-    return tag("rect", tag("title", title), x=f"{x:.2f}", y=f"{y:.2f}", width=f"{max(w, 0):.2f}",
-               height=f"{h:.2f}", fill=fill, **attrs)
+def component_chart(groups: list[BarGroup]) -> Markup | None:
+    """Per phase, on one µs axis: a bar of the stacked host components and a
+    device-active bar under it. ``None`` when no phase has either."""
+    return _svg(component_figure(groups), "orchestration components and device-active time per phase", "components")
 
 
-def stacked_bars(groups: list[BarGroup], width: int = 860) -> Markup:
-    """Per group: a stacked bar of host components over a device-active bar, one scale."""
-    left, right, bar_h, gap = 150, 290, 20, 18
-    totals = [sum(s.value or 0 for s in g.segments) for g in groups]
-    peak = max([*totals, *[g.device_us or 0 for g in groups], 1e-9])
-    scale = (width - left - right) / peak
-    rows, y = [], 10
-    for group, total in zip(groups, totals):
-        rows.append(_text(4, y + 14, group.label, font_weight="bold"))
-        rows.append(_text(4, y + 30, f"HDBI {fmt_value(group.hdbi, 'hdbi')}"))
-        x = left
-        for seg in group.segments:
-            if seg.value:
-                w = seg.value * scale
-                rows.append(_rect(x, y, w, bar_h, COLORS.get(seg.key, "#bab0ac"),
-                                  f"{seg.label}: {fmt_value(seg.value)} µs"))
-                x += w
-        rows.append(_text(x + 4, y + 14, _host_label(group, total)))
-        y += bar_h + 4
-        if group.device_us is None:
-            rows.append(_text(left, y + 14, group.device_note, fill="#666", font_style="italic"))
-        else:
-            w = group.device_us * scale
-            rows.append(_rect(left, y, w, bar_h, COLORS["device_active_us"],
-                              f"T_DeviceActive: {fmt_value(group.device_us)} µs"))
-            rows.append(_text(left + w + 4, y + 14, f"device {fmt_value(group.device_us)} µs"))
-        if group.queue_us:
-            y += bar_h + 4
-            w = group.queue_us * scale
-            rows.append(_rect(left, y, w, bar_h, COLORS["queue_wait_union_us"],
-                              f"queue wait (union, device side): {fmt_value(group.queue_us)} µs"))
-            rows.append(_text(left + w + 4, y + 14, f"queue wait {fmt_value(group.queue_us)} µs (not host time)"))
-        y += bar_h + gap
-    return _svg(width, y, *rows, label="orchestration components and device-active time per phase")
+def queue_chart(groups: list[BarGroup]) -> Markup | None:
+    """Queue wait (union over kernels, device side: not host time) per phase; ``None`` when none."""
+    return _svg(queue_figure(groups), "queue wait (union) per phase", "queue")
 
 
-def idle_bars(groups: list[tuple[str, dict]], width: int = 860) -> Markup:
-    """Per group: one stacked bar of GPU idle time by cause (µs, summed over devices)."""
-    left, right, bar_h, gap = 150, 200, 20, 12
-    totals = [sum(v or 0 for v in causes.values()) for _, causes in groups]
-    scale = (width - left - right) / max([*totals, 1e-9])
-    rows, y = [], 10
-    for (label, causes), total in zip(groups, totals):
-        rows.append(_text(4, y + 14, label, font_weight="bold"))
-        x = left
+def idle_chart(groups: list[tuple[str, dict]]) -> Markup | None:
+    """Per phase: one stacked bar of GPU idle time by cause (µs, summed over devices)."""
+    return _svg(idle_figure(groups), "GPU idle time by cause per phase", "idle")
+
+
+def _svg(fig, label: str, name: str) -> Markup | None:
+    from . import plotting
+
+    return None if fig is None else plotting.to_svg(fig, label, name)
+
+
+def component_figure(groups: list[BarGroup]):
+    from . import plotting
+
+    rows = [g for g in groups if g.device_us is not None or any(s.value for s in g.segments)]
+    if not rows:
+        return None
+    with plotting.style():
+        fig = plotting.figure(0.62 * len(rows) + 1.3)
+        ax = fig.add_subplot()
+        y = np.arange(len(rows))[::-1].astype(float)
+        left = np.zeros(len(rows))
+        for key, label in COMPONENTS:
+            values = np.array([next((s.value or 0.0 for s in g.segments if s.key == key), 0.0) for g in rows])
+            if values.any():
+                _ids(ax.barh(y + BAR_H / 2, values, BAR_H, left=left, color=COLORS[key], label=label), key)
+                left += values
+        device = np.array([g.device_us or 0.0 for g in rows])
+        if device.any():
+            _ids(ax.barh(y - BAR_H / 2, device, BAR_H, color=COLORS["device_active_us"], label="device active"),
+                 "device_active_us")
+        ax.set_yticks(y, [_group_label(g) for g in rows])
+        _finish(ax, "µs (host bar: components stacked; device bar: T_DeviceActive)")
+        return fig
+
+
+def queue_figure(groups: list[BarGroup]):
+    from . import plotting
+
+    rows = [g for g in groups if g.queue_us]
+    if not rows:
+        return None
+    with plotting.style():
+        fig = plotting.figure(0.3 * len(rows) + 0.9)
+        ax = fig.add_subplot()
+        y = np.arange(len(rows))[::-1].astype(float)
+        ax.barh(y, [g.queue_us for g in rows], 0.6, color=COLORS["queue_wait_union_us"])
+        ax.set_yticks(y, [f"{g.label}: {_us(g.queue_us)}" for g in rows])
+        _finish(ax, "µs during which at least one launched kernel waited (union)", legend=False)
+        return fig
+
+
+def idle_figure(groups: list[tuple[str, dict]]):
+    from . import plotting
+
+    rows = [(label, causes) for label, causes in groups if causes and any(v for v in causes.values())]
+    if not rows:
+        return None
+    with plotting.style():
+        fig = plotting.figure(0.32 * len(rows) + 1.3)
+        ax = fig.add_subplot()
+        y = np.arange(len(rows))[::-1].astype(float)
+        left = np.zeros(len(rows))
         for cause, color in IDLE_COLORS.items():
-            value = causes.get(cause) or 0.0
-            if value:
-                rows.append(_rect(x, y, value * scale, bar_h, color, f"{cause}: {fmt_value(value)} µs"))
-                x += value * scale
-        rows.append(_text(x + 4, y + 14, f"idle {fmt_value(total)} µs"))
-        y += bar_h + gap
-    return _svg(width, y, *rows, label="GPU idle time by cause per phase")
+            values = np.array([causes.get(cause) or 0.0 for _, causes in rows])
+            if values.any():
+                _ids(ax.barh(y, values, 0.6, left=left, color=color, label=cause.replace("_", " "),
+                             edgecolor="#999" if cause == "nothing_pending" else None, linewidth=0.4), cause)
+                left += values
+        ax.set_yticks(y, [f"{label}: idle {fmt_value(total)} µs" for (label, _), total in zip(rows, left)])
+        _finish(ax, "µs of GPU idle time (Σ devices), by the host layer that caused it")
+        return fig
 
 
-def _host_label(group: BarGroup, total: float) -> str:
-    """T_Orchestrate (which excludes the launch residual, as in the method) and the residual."""
-    residual = next((s.value for s in group.segments if s.key == "launch_latency_us"), None)
-    if all(s.value is None for s in group.segments):
-        return "host components not measured"
-    if group.orchestration_us is None:
-        return f"host {fmt_value(total)} µs"
-    extra = f" + exposed launch latency {fmt_value(residual)} µs" if residual else ""
-    return f"T_Orchestrate {fmt_value(group.orchestration_us)} µs{extra}"
+def _ids(bars, key: str) -> None:
+    """An id per bar (``key-row``): the SVG groups say what they draw, and tests can find them."""
+    for row, patch in enumerate(bars):
+        patch.set_gid(f"{key}-{row}")
 
 
-def legend(items: list[tuple[str, str, str]]) -> Markup:
-    """HTML legend: (color, label, value text) per item."""
-    cells = [tag("span", tag("i", class_="swatch", style=f"background:{color}"), f" {label}",
-                 tag("b", f" {value}") if value else None, class_="legend-item")
-             for color, label, value in items]
-    return tag("div", *cells, class_="legend")
+def _finish(ax, xlabel: str, legend: bool = True) -> None:
+    from .plotting import plain_ticks
+
+    plain_ticks(ax.xaxis)
+    ax.set_xlabel(xlabel)
+    ax.set_xlim(left=0)
+    ax.grid(axis="x", color="#e5e5e5", linewidth=0.6)
+    ax.set_axisbelow(True)
+    ax.tick_params(axis="y", length=0)
+    if legend:
+        from .plotting import legend_below
+
+        legend_below(ax)
 
 
-def line_chart(xs: list, series: list[tuple[str, list[float | None], str]], y_label: str,
-               y_max: float | None = None, width: int = 860, height: int = 170) -> Markup:
-    """Lines over step index; a None value breaks the line (not measured)."""
-    left, right, top, bottom = 60, 20, 14, 34
-    values = [v for _, vs, _ in series for v in vs if v is not None]
-    if not xs or not values:
-        return _svg(width, 40, _text(8, 24, f"{y_label}: not measured", font_style="italic"), label=y_label)
-    hi = y_max if y_max is not None else max(values) * 1.05 or 1.0
-    n = max(len(xs) - 1, 1)
-    def px(i: int) -> float:
-        return left + (width - left - right) * (i / n if len(xs) > 1 else 0.5)
-    def py(v: float) -> float:
-        return top + (height - top - bottom) * (1 - min(v, hi) / hi)
-    parts = [void("line", x1=left, y1=py(0), x2=width - right, y2=py(0), stroke="#999"),
-             void("line", x1=left, y1=top, x2=left, y2=py(0), stroke="#999"),
-             _text(left - 6, py(hi) + 4, fmt_value(hi), "end"), _text(left - 6, py(0) + 4, "0", "end"),
-             _text(left, height - 6, f"step ({len(xs)} steps)"),
-             _text(width - right, height - 6, y_label, "end")]
-    for label, vs, color in series:
-        parts.extend(_polylines(vs, px, py, color))
-        key = "hdbi" if "hdbi" in label.lower() else ""
-        parts.extend(tag("circle", tag("title", f"{label} step {xs[i]}: {fmt_value(v, key)}"),
-                         cx=f"{px(i):.1f}", cy=f"{py(v):.1f}", r=2.5, fill=color)
-                     for i, v in enumerate(vs) if v is not None)
-    return _svg(width, height, *parts, label=y_label)
+def step_chart(steps: list[int], series: list[tuple[str, list[float | None]]], y_label: str,
+               name: str, y_max: float | None = None) -> Markup | None:
+    """One value per step and phase: a line per phase (a missing value breaks it), or bars
+    when there is a single step (one dot says nothing). ``None`` when nothing is measured."""
+    return _svg(step_figure(steps, series, y_label, y_max), f"{y_label} per step", name)
 
 
-def _polylines(values, px, py, color) -> list[Markup]:
-    """One polyline per run of measured values (None splits the line)."""
-    runs, current = [], []
-    for i, v in enumerate(values):
-        if v is None:
-            if current:
-                runs.append(current)
-            current = []
+def step_figure(steps: list[int], series: list[tuple[str, list[float | None]]], y_label: str,
+                y_max: float | None = None):
+    from . import plotting
+
+    if not any(v is not None for _, values in series for v in values):
+        return None
+    with plotting.style():
+        fig = plotting.figure(2.4)
+        ax = fig.add_subplot()
+        xs = np.asarray(steps, dtype=float)
+        for phase, values in series:
+            ys = np.array([np.nan if v is None else v for v in values], dtype=float)
+            color = PHASE_COLORS.get(phase, "#bab0ac")
+            if len(xs) == 1:
+                if not np.isnan(ys[0]):  # an unmeasured step gets no bar, not a zero one
+                    ax.bar(xs, ys, 0.5, color=color, label=phase, gid=f"bar-{phase}")
+            else:
+                ax.plot(xs, ys, color=color, marker="o", markersize=2.5, linewidth=1.2, label=phase,
+                        gid=f"line-{phase}")
+        if len(xs) == 1:  # one bar in the middle, one tick at its step
+            ax.set_xlim(xs[0] - 1.5, xs[0] + 1.5)
+            ax.set_xticks(xs, [str(int(xs[0]))])
         else:
-            current.append(f"{px(i):.1f},{py(v):.1f}")
-    if current:
-        runs.append(current)
-    return [void("polyline", points=" ".join(r), fill="none", stroke=color, stroke_width=1.5) for r in runs]
+            from matplotlib.ticker import MaxNLocator
 
-
-def join_svgs(*parts) -> Markup:
-    return join(parts)
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xlabel(f"step ({len(steps)} steps)" if len(steps) != 1 else "step (1 step)")
+        ax.set_ylabel(y_label)
+        ax.set_ylim(0, y_max)
+        plotting.plain_ticks(ax.yaxis)
+        ax.grid(axis="y", color="#e5e5e5", linewidth=0.6)
+        if len(series) > 1:
+            ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
+        return fig

@@ -1,9 +1,11 @@
 """The timeline of one representative step: host lanes over device streams.
 
-Host lanes (one per thread) show Python frames, ops and annotations by nesting
-depth plus a row of CUDA API calls; device lanes (one per stream) show kernels,
-copies and sets. Spans where no stream of a device is busy are shaded as idle.
-Times come from the canonical tables (int64 ns from the trace origin).
+Host lanes (one per thread) have a row each for annotations, Python frames and
+ATen ops plus a row of CUDA API calls; device lanes (one per stream) show
+kernels, copies and sets. Spans where no stream of a device is busy are shaded
+as idle. Times come from the canonical tables (int64 ns from the trace origin);
+the chart is drawn by matplotlib (:mod:`taxbreak.report.plotting`), one bar
+collection per row, with µs ticks from the window's start.
 """
 from __future__ import annotations
 
@@ -14,11 +16,11 @@ import pandas as pd
 import pyarrow as pa
 
 from ..trace.tables import TraceTables
-from .markup import Markup, tag, void
-from .svg import FONT
+from .markup import Markup, tag
 
 MAX_EVENTS = 4000
-ROW_H, LABEL_W, WIDTH = 14, 170, 1100
+ROW_IN = 0.2  # figure height per row, inches
+NO_STREAM = (-1, 4294967295)  # CUPTI's "no stream" (2^32-1): device-wide events such as syncs
 HOST_COLORS = {"python": "#76b7b2", "op": "#4e79a7", "annotation": "#bab0ac"}
 API_COLORS = {"launch": "#e15759", "graph_launch": "#e15759", "sync": "#9c755f", "library": "#edc948"}
 DEVICE_COLORS = {"kernel": "#59a14f", "memcpy": "#af7aa1", "memset": "#ff9da7", "sync": "#9c755f"}
@@ -95,53 +97,66 @@ def _cap(frames: list[pd.DataFrame], w: Window) -> Window:
 
 
 @dataclass
-class Lane:
+class Row:
+    """One row of the chart: a label and its intervals (ns) with a colour each."""
+
     label: str
-    rows: int
-    rects: list[Markup]
+    start_ns: np.ndarray
+    end_ns: np.ndarray
+    colors: list[str]
 
 
-def _scale(w: Window):
-    span = max(w.end_ns - w.start_ns, 1)
-    return lambda t: LABEL_W + (np.clip(t, w.start_ns, w.end_ns) - w.start_ns) * (WIDTH - LABEL_W - 10) / span
-
-
-def _rects(x0: np.ndarray, x1: np.ndarray, y: np.ndarray, fill, titles) -> list[Markup]:
-    fills = fill if isinstance(fill, (list, np.ndarray)) else [fill] * len(x0)
-    return [tag("rect", tag("title", t), x=f"{a:.2f}", y=f"{b:.1f}", width=f"{max(c - a, 0.5):.2f}",
-                height=ROW_H - 2, fill=f) for a, c, b, f, t in zip(x0, x1, y, fills, titles)]
-
-
-def _titles(names, dur_ns) -> list[str]:
-    return [f"{n} ({d / 1e3:,.2f} µs)" for n, d in zip(names, dur_ns)]
+def _row(label: str, frame: pd.DataFrame, palette: dict[str, str], default: str) -> Row:
+    start = frame["start_ns"].to_numpy(dtype=np.int64)
+    return Row(label, start, start + frame["dur_ns"].to_numpy(dtype=np.int64),
+               frame["kind"].map(palette).fillna(default).tolist())
 
 
 HOST_ROWS = ("annotation", "python", "op")
+ROW_NAMES = {"annotation": "annotations", "python": "Python", "op": "ATen ops"}
 
 
-def host_lanes(host: pd.DataFrame, api: pd.DataFrame, w: Window, names: dict[str, str], x) -> list[Lane]:
-    """One lane per host thread: a row per host event kind (annotations, Python
-    frames, ATen ops), then a row of CUDA API calls. Within a row nested events
-    are drawn outermost first, so the innermost one stays visible."""
+def host_rows(host: pd.DataFrame, api: pd.DataFrame, names: dict[str, str]) -> list[Row]:
+    """Per host thread: a row per host event kind present, then one of CUDA API calls."""
     keys = sorted(set(zip(host["pid"], host["tid"])) | set(zip(api["pid"], api["tid"])))
-    lanes = []
+    rows = []
     for pid, tid in keys:  # one iteration per thread, not per event
         h = host[(host["pid"] == pid) & (host["tid"] == tid)]
-        if "depth" in h.columns:
-            h = h.sort_values("depth", kind="stable")
         a = api[(api["pid"] == pid) & (api["tid"] == tid)]
-        kinds = [k for k in HOST_ROWS if (h["kind"] == k).any()]
-        row_of = {k: i for i, k in enumerate(kinds)}
-        row = h["kind"].map(row_of).fillna(len(kinds)).to_numpy(dtype=float)
-        rows = len(kinds) + (1 if len(a) else 0) or 1
-        rects = _rects(x(h["start_ns"].to_numpy()), x((h["start_ns"] + h["dur_ns"]).to_numpy()), row * ROW_H,
-                       [HOST_COLORS.get(k, "#bab0ac") for k in h["kind"]], _titles(h["name"], h["dur_ns"]))
-        rects += _rects(x(a["start_ns"].to_numpy()), x((a["start_ns"] + a["dur_ns"]).to_numpy()),
-                        np.full(len(a), len(kinds) * ROW_H), [API_COLORS.get(k, "#f28e2b") for k in a["kind"]],
-                        _titles(a["name"], a["dur_ns"]))
-        label = names.get(f"{pid}:{tid}") or f"thread {tid}"
-        lanes.append(Lane(f"{pid}:{tid} {label}"[:24], rows, rects))
-    return lanes
+        thread = _short(names.get(f"{pid}:{tid}") or f"thread {tid}")
+        for kind in HOST_ROWS:
+            part = h[h["kind"] == kind]
+            if len(part):
+                if "depth" in part.columns:  # outermost first, so the innermost stays visible
+                    part = part.sort_values("depth", kind="stable")
+                rows.append(_row(f"{pid}:{tid} {thread} · {ROW_NAMES[kind]}", part, HOST_COLORS, "#bab0ac"))
+        if len(a):
+            rows.append(_row(f"{pid}:{tid} {thread} · CUDA API", a, API_COLORS, "#f28e2b"))
+    return rows
+
+
+def _short(text: str, limit: int = 22) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def stream_label(device, stream) -> str:
+    """``GPU d stream s``; the sentinel stream is no stream at all."""
+    return f"GPU {device} · no stream" if int(stream) in NO_STREAM else f"GPU {device} stream {stream}"
+
+
+def device_rows(dev: pd.DataFrame, w: Window) -> tuple[list[Row], list[tuple[int, int, Row]]]:
+    """A row per (device, stream), and per device its idle gaps over its rows' span
+    (first row index, row count, gaps)."""
+    rows, idle = [], []
+    for device in sorted(dev["device"].unique()):
+        d = dev[dev["device"] == device]
+        first = len(rows)
+        for stream in sorted(d["stream"].unique()):
+            rows.append(_row(stream_label(device, stream), d[d["stream"] == stream], DEVICE_COLORS, "#59a14f"))
+        work = d[d["kind"] != "sync"]
+        gs, ge = idle_gaps(work["start_ns"].to_numpy(), (work["start_ns"] + work["dur_ns"]).to_numpy(), w)
+        idle.append((first, len(rows) - first, Row(f"GPU {device} idle", gs, ge, [IDLE_FILL] * len(gs))))
+    return rows, idle
 
 
 def idle_gaps(start_ns: np.ndarray, end_ns: np.ndarray, w: Window) -> tuple[np.ndarray, np.ndarray]:
@@ -157,27 +172,6 @@ def idle_gaps(start_ns: np.ndarray, end_ns: np.ndarray, w: Window) -> tuple[np.n
     return gap_start[keep], gap_end[keep]
 
 
-def device_lanes(dev: pd.DataFrame, w: Window, x, y0: int) -> tuple[list[Lane], list[Markup]]:
-    """One lane per (device, stream) plus the shaded idle gaps of each device."""
-    lanes, shades, y = [], [], y0
-    for device in sorted(dev["device"].unique()):
-        d = dev[dev["device"] == device]
-        top = y
-        for stream in sorted(d["stream"].unique()):
-            s = d[d["stream"] == stream]
-            rects = _rects(x(s["start_ns"].to_numpy()), x((s["start_ns"] + s["dur_ns"]).to_numpy()),
-                           np.zeros(len(s)), [DEVICE_COLORS.get(k, "#59a14f") for k in s["kind"]],
-                           _titles(s["name"], s["dur_ns"]))
-            lanes.append(Lane(f"GPU {device} stream {stream}", 1, rects))
-            y += ROW_H + 4
-        work = d[d["kind"] != "sync"]
-        gs, ge = idle_gaps(work["start_ns"].to_numpy(), (work["start_ns"] + work["dur_ns"]).to_numpy(), w)
-        shades += [tag("rect", tag("title", f"GPU {device} idle {(b - a) / 1e3:,.2f} µs"), x=f"{x(a):.2f}",
-                       y=top, width=f"{max(x(b) - x(a), 0.5):.2f}", height=y - top - 4, fill=IDLE_FILL,
-                       fill_opacity="0.12", class_="idle") for a, b in zip(gs, ge)]
-    return lanes, shades
-
-
 def render_timeline(tables: TraceTables, steps: pd.DataFrame | None) -> tuple[Markup, Window | None]:
     """SVG of the representative step (or the whole trace), and the window shown."""
     w = choose_window(tables, steps)
@@ -188,33 +182,50 @@ def render_timeline(tables: TraceTables, steps: pd.DataFrame | None) -> tuple[Ma
     dev = _in_window(_frame(tables.device_activities, ["kind", "name", "device", "stream", "start_ns", "dur_ns"]), w)
     w = _cap([host, api, dev], w)
     host, api, dev = _in_window(host, w), _in_window(api, w), _in_window(dev, w)
-    x = _scale(w)
-    lanes = host_lanes(host, api, w, tables.meta.thread_names, x)
-    y_dev = sum(lane.rows * ROW_H + 4 for lane in lanes) + HOST_DEVICE_GAP
-    dlanes, shades = device_lanes(dev, w, x, y_dev)
-    return _draw(lanes, dlanes, shades, w), w
+    hrows = host_rows(host, api, tables.meta.thread_names)
+    drows, idle = device_rows(dev, w)
+    return draw(hrows, drows, idle, w), w
 
 
-HOST_DEVICE_GAP = 20
+LEGEND = (("#76b7b2", "Python"), ("#4e79a7", "ATen op"), ("#bab0ac", "annotation"), ("#e15759", "launch API"),
+          ("#edc948", "library API"), ("#9c755f", "sync"), ("#f28e2b", "other API"), ("#59a14f", "kernel"),
+          ("#af7aa1", "memcpy"), ("#ff9da7", "memset"))
 
 
-def _draw(hlanes: list[Lane], dlanes: list[Lane], shades: list[Markup], w: Window) -> Markup:
-    parts, y = [], 0
-    for i, lane in enumerate(hlanes + dlanes):
-        if i == len(hlanes):
-            y += HOST_DEVICE_GAP
-        parts.append(tag("text", lane.label, x=4, y=y + 11))
-        parts.append(tag("g", *lane.rects, transform=f"translate(0,{y})"))
-        y += lane.rows * ROW_H + 4
-    if not dlanes:
-        y += HOST_DEVICE_GAP
-    if not dlanes:
-        parts.append(tag("text", "no device activity in this window (no CUDA device in trace?)",
-                         x=LABEL_W, y=y + 12, font_style="italic"))
-        y += 20
-    span_us = (w.end_ns - w.start_ns) / 1e3
-    parts.append(tag("text", "0 µs", x=LABEL_W, y=y + 14))
-    parts.append(tag("text", f"{span_us:,.1f} µs", x=WIDTH - 10, y=y + 14, text_anchor="end"))
-    parts.append(void("line", x1=LABEL_W, y1=y + 2, x2=WIDTH - 10, y2=y + 2, stroke="#999"))
-    return tag("svg", *shades, *parts, xmlns="http://www.w3.org/2000/svg", width=WIDTH, height=y + 20,
-               viewBox=f"0 0 {WIDTH} {y + 20}", role="img", aria_label="step timeline", style=FONT)
+def draw(hrows: list[Row], drows: list[Row], idle: list[tuple[int, int, Row]], w: Window) -> Markup:
+    """Host rows over device rows on one µs axis; device idle shaded across its streams."""
+    from matplotlib.patches import Patch
+
+    from . import plotting
+
+    rows = hrows + drows
+    with plotting.style():
+        fig = plotting.figure(ROW_IN * max(len(rows), 2) + 1.4, width_in=11.0)
+        ax = fig.add_subplot()
+        top = len(rows)  # row i is drawn at y = top - 1 - i: the first row at the top
+        to_us = lambda ns: (np.asarray(ns, dtype=np.int64) - w.start_ns) / 1e3  # noqa: E731
+        for i, row in enumerate(rows):
+            spans = np.column_stack([to_us(row.start_ns), to_us(row.end_ns) - to_us(row.start_ns)])
+            ax.broken_barh(spans, (top - 1 - i + 0.12, 0.76), facecolors=row.colors, linewidth=0, gid=f"row{i}")
+        for n, (first, count, gaps) in enumerate(idle):
+            y0 = top - len(hrows) - first - count
+            spans = np.column_stack([to_us(gaps.start_ns), to_us(gaps.end_ns) - to_us(gaps.start_ns)])
+            ax.broken_barh(spans, (y0, count), facecolors=IDLE_FILL, alpha=0.12, linewidth=0, gid=f"idle{n}")
+        if hrows and drows:
+            ax.axhline(top - len(hrows), color="#999", linewidth=0.6)
+        ax.set_yticks(top - 1 - np.arange(len(rows)) + 0.5, [r.label for r in rows], fontsize=7.5)
+        ax.set_ylim(0, max(top, 1))
+        ax.set_xlim(0, (w.end_ns - w.start_ns) / 1e3)
+        plotting.plain_ticks(ax.xaxis)
+        ax.set_xlabel(f"µs from the window's start ({(w.end_ns - w.start_ns) / 1e3:,.1f} µs shown)")
+        ax.tick_params(axis="y", length=0)
+        ax.grid(axis="x", color="#eeeeee", linewidth=0.5)
+        ax.set_axisbelow(True)
+        if not drows:
+            ax.set_title("no device activity in this window (no CUDA device in trace?)", fontsize=8,
+                         fontstyle="italic", loc="left")
+        shown = {c for row in rows for c in row.colors}  # a legend of what is drawn, not of every kind
+        handles = [Patch(color=c, label=n) for c, n in LEGEND if c in shown] + \
+            ([Patch(color=IDLE_FILL, alpha=0.25, label="device idle (shaded)")] if drows else [])
+        plotting.legend_below(ax, handles, ncol=6, fontsize=7.5)
+        return plotting.to_svg(fig, "step timeline", "timeline")

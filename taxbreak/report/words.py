@@ -1,3 +1,5 @@
-"""The words every human-readable output shares."""
+"""The words every human-readable output shares (defined in ``taxbreak.trace.words``)."""
 
-NOT_MEASURED = "not measured"  # a value the trace cannot give: never shown as 0
+from ..trace.words import NOT_MEASURED
+
+__all__ = ["NOT_MEASURED"]

@@ -1,7 +1,7 @@
 """The canonical trace model: schemas, tables, diagnostics and errors."""
 from __future__ import annotations
 
-import importlib
+from .lazy import lazy_exports
 
 # Names resolved on first use: `taxbreak.trace.errors` (wanted by every CLI command, even
 # `--help`) must not import pyarrow through the schema and tables modules (~0.2 s).
@@ -18,12 +18,7 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'taxbreak.trace' has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{module}", __name__), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)
 
 
 def __dir__() -> list[str]:

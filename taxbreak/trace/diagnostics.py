@@ -17,6 +17,10 @@ DIAGNOSTIC_CODES: dict[str, tuple[str, str]] = {
     "event.negative_dur": (WARNING, "negative duration clamped to 0"),
     "event.missing_field": (DATA_LOSS, "event without ts/ph/name; skipped"),
     "event.wrong_type": (DATA_LOSS, "event field with the wrong JSON type; skipped"),
+    "event.number_out_of_range": (DATA_LOSS, "ts/dur beyond int64 ns, the span bound or the number "
+                                  "length/exponent bounds; skipped"),
+    "event.id_out_of_range": (DATA_LOSS, "an id (pid, tid, correlation, stream, grid, flow id...) beyond "
+                              "int64/uint64; skipped"),
     "event.unknown_category": (DATA_LOSS, "event of a category taxbreak does not model; skipped"),
     "event.profiler_span": (INFO, "the profiler's own window span (cat 'Trace'); not a workload event"),
     "event.instant": (INFO, "instant event (memory, iteration marks); not modelled"),

@@ -28,6 +28,12 @@ ERROR_CODES: dict[str, str] = {
     "json.encoding": "the bytes are not valid UTF-8",
     "kineto.no_events": "a JSON object without a traceEvents list",
     "kineto.wrong_type": "a field has the wrong JSON type (for example traceEvents is not a list)",
+    "json.too_deep": "objects and lists nested deeper than the JSON depth bound",
+    "json.too_long": "one event, string or run of spaces longer than the string bound",
+    "json.duplicate_key": "a top-level key (traceEvents, deviceProperties...) appears twice",
+    "gzip.too_large": "the gzip stream inflates beyond the decompressed-size bound",
+    "gzip.ratio": "the gzip stream inflates beyond the ratio bound (a decompression bomb)",
+    "kineto.time_range": "the events span more time than the span bound, or a base time beyond int64 ns",
     # Nsight Systems
     "nsys.not_an_export": "an SQLite file that is not an Nsight Systems export",
     "nsys.corrupt": "an SQLite file that cannot be read",
@@ -36,6 +42,7 @@ ERROR_CODES: dict[str, str] = {
     # analysis / usage
     "usage.invalid": "invalid option or argument",
     "usage.step_pattern": "the --step-pattern regex does not compile",
+    "analysis.unknown_phase": "Analysis.phase(name) for a phase the trace does not have",
     "budget.malformed": "the budget TOML cannot be parsed or a limit is not a valid comparison",
     "budget.unknown_metric": "a budget names a metric that the summary does not have",
     "run.not_a_run": "the directory is neither a run directory nor a folder of traces",

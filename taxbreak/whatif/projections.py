@@ -74,7 +74,7 @@ def project_cuda_graphs(metrics: dict, floor_us: float | None, floor_source: str
         "assumptions": [
             "every kernel of the decode step is captured in one graph (no host syncs, static shapes)",
             f"T_host taken from {host_key}",
-            f"one graph launch costs {launch_source}; real launches grow with node count, so this is a lower bound",
+            _launch_assumption(launch_us, launch_source),
             "device time is unchanged by graph replay (same kernels)",
         ],
         "eager_step_us": metrics.get("step_us"),
@@ -94,8 +94,15 @@ def _graph_launch(given_us: float | None, floor_us: float | None, floor_source: 
     if given_us is not None:
         return float(given_us), f"{given_us:.2f} µs (given)"
     if floor_us is None:
-        return None, "unknown (no launch floor)"
+        return None, "no launch floor"
     return float(floor_us), f"one null-kernel launch floor T_sys = {floor_us:.2f} µs ({floor_source})"
+
+
+def _launch_assumption(launch_us: float | None, launch_source: str) -> str:
+    if launch_us is None:
+        return ("the cost of one graph launch is not measured (no launch floor in the trace; "
+                "--graph-launch-us gives it)")
+    return f"one graph launch costs {launch_source}; real launches grow with node count, so this is a lower bound"
 
 
 def _finish_graph_projection(out: dict) -> dict:

@@ -3,10 +3,16 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..report.words import NOT_MEASURED
 from .sweep_report import describe_phase
 from .sweep_table import as_records
 
-NA = "not measured"
+NA = NOT_MEASURED
+# (header, row key, digits) of the sweep table
+_SWEEP_COLUMNS = (("steps", "steps", 0), ("step µs", "step_us", 0), ("HDBI", "hdbi", 3),
+                  ("ΔFT µs/tok", "framework_us_per_token", 2), ("ΔCT µs/tok", "library_us_per_token", 2),
+                  ("ΔKT µs/tok", "launch_floor_us_per_token", 2), ("dev µs/tok", "device_active_us_per_token", 2),
+                  ("kern/tok", "kernels_per_token", 1), ("host µs/tok", "host_thread_us_per_token", 1))
 
 
 def fmt(value, unit: str = "", digits: int = 1) -> str:
@@ -21,15 +27,19 @@ def fmt(value, unit: str = "", digits: int = 1) -> str:
 
 
 def render_sweep(table: pd.DataFrame, transition: dict, notes: list[str]) -> str:
-    """The sweep table (one line per point and phase) and the transition point."""
-    lines = [f"{'point':<14}{'phase':<9}{'steps':>6}{'step µs':>12}{'HDBI':>8}{'ΔFT µs/tok':>12}"
-             f"{'ΔCT µs/tok':>12}{'ΔKT µs/tok':>12}{'dev µs/tok':>12}{'kern/tok':>10}{'host µs/tok':>13}"]
-    for row in as_records(table) if not table.empty else []:
-        lines.append(
-            f"{row['name']:<14}{row['phase']:<9}{_n(row['steps']):>6}{_n(row['step_us']):>12}{_n(row['hdbi'], 3):>8}"
-            f"{_n(row['framework_us_per_token'], 2):>12}{_n(row['library_us_per_token'], 2):>12}"
-            f"{_n(row['launch_floor_us_per_token'], 2):>12}{_n(row['device_active_us_per_token'], 2):>12}"
-            f"{_n(row['kernels_per_token'], 1):>10}{_n(row['host_thread_us_per_token'], 1):>13}")
+    """The sweep table (one line per point and phase) and the transition point.
+
+    Columns that no row measured (every device column of a CPU sweep) are left out and
+    named in one line, instead of a column of "not measured" per point."""
+    records = as_records(table) if not table.empty else []
+    columns = [c for c in _SWEEP_COLUMNS if any(row.get(c[1]) is not None for row in records)] or []
+    missing = [c[0] for c in _SWEEP_COLUMNS if c not in columns]
+    header = ["point", "phase", *(c[0] for c in columns)]
+    rows = [[str(row["name"]), str(row["phase"]), *(_n(row.get(key), digits) for _, key, digits in columns)]
+            for row in records]
+    lines = _aligned([header, *rows])
+    if records and missing:
+        lines.append(f"{NOT_MEASURED} in any point, so not shown: {', '.join(missing)}")
     lines += ["", "transition point (" + transition.get("rule", "") + "):"]
     for phase, info in transition.get("phases", {}).items():
         lines.append(f"  {phase}: {describe_phase(info)}")
@@ -38,7 +48,14 @@ def render_sweep(table: pd.DataFrame, transition: dict, notes: list[str]) -> str
 
 
 def _n(value, digits: int = 0) -> str:
-    return "n/m" if value is None else f"{value:,.{digits}f}"
+    return NOT_MEASURED if value is None else f"{value:,.{digits}f}"
+
+
+def _aligned(rows: list[list[str]]) -> list[str]:
+    """Rows of cells as lines: the first two columns left-aligned, numbers right-aligned."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) if i < 2 else cell.rjust(w) for i, (cell, w) in enumerate(zip(r, widths))).rstrip()
+            for r in rows]
 
 
 def render_whatif(result: dict) -> str:
@@ -62,18 +79,35 @@ def _phases_text(result: dict) -> list[str]:
                      f"orchestration {fmt(step['orchestration_us'], 'µs')}, device active {fmt(step['device_active_us'], 'µs')}")
         # without kernels T_Orch is not measured: the projection scales the host time of the step instead
         host_label = "orchestration" if step["orchestration_us"] is not None else "host time (no T_Orch)"
-        lines.append(f"  faster host x{cpu['speedup']:g}: {host_label} {fmt(cpu['orchestration_us'], 'µs')} -> "
-                     f"{fmt(cpu['projected_orchestration_us'], 'µs')} (-{fmt(cpu['orchestration_reduction_pct'], '%')}); "
-                     f"step {fmt(cpu['step_us'], 'µs')} -> {fmt(cpu['projected_step_us'], 'µs')} "
-                     f"(-{fmt(cpu['step_reduction_pct'], '%')})")
-        pub = cpu["published"]
-        lines.append(f"    published (TaxBreak): orchestration -10..-29%, e2e up to -14%; this model: "
-                     f"orchestration {pub['orchestration'] or NA}, e2e {pub['e2e'] or NA} the published range")
+        lines.append(f"  faster host x{cpu['speedup']:g}: {_cpu_projection(cpu, host_label)}")
+        lines.append(f"    published (TaxBreak): orchestration -10..-29%, e2e up to -14%; {_published(cpu['published'])}")
         lines += [f"    assumes: {a}" for a in cpu["assumptions"]]
         lines.append(f"    {cpu['validation']}")
         if "cuda_graphs" in info:
             lines += _graph_text(info["cuda_graphs"])
     return lines
+
+
+def _cpu_projection(cpu: dict, host_label: str) -> str:
+    """``orchestration 900 µs -> 750 µs (-17%); step …``, or why a part cannot be projected."""
+    if cpu["projected_orchestration_us"] is None:
+        host = f"{host_label} cannot be projected: the step's host time is {NOT_MEASURED}"
+    else:
+        host = (f"{host_label} {fmt(cpu['orchestration_us'], 'µs')} -> {fmt(cpu['projected_orchestration_us'], 'µs')} "
+                f"(-{fmt(cpu['orchestration_reduction_pct'], '%')})")
+    if cpu["projected_step_us"] is None:
+        return f"{host}; the step time cannot be projected: it needs the step time and its exposed host time"
+    return (f"{host}; step {fmt(cpu['step_us'], 'µs')} -> {fmt(cpu['projected_step_us'], 'µs')} "
+            f"(-{fmt(cpu['step_reduction_pct'], '%')})")
+
+
+def _published(pub: dict) -> str:
+    """Where this projection falls against the published range, only for the parts it projected."""
+    parts = [f"{name} {pub[key]} the published range" for name, key in (("orchestration", "orchestration"),
+                                                                         ("e2e", "e2e")) if pub[key] is not None]
+    if not parts:
+        return "no comparison: this run's projection has no reduction to compare"
+    return "this model: " + ", ".join(parts)
 
 
 def _graph_text(graph: dict) -> list[str]:
@@ -109,14 +143,11 @@ def _batching_text(batching: dict, fits: dict | None) -> list[str]:
     lines += [f"  calibration: {calib['source']}",
               f"  workload μ_L={work['prompt_tokens']:g}, μ_O={work['output_tokens']:g}: r={batching['decode_share_r']:.4f}, "
               f"θ*={batching['theta_star']:.5f} (θ/(1-θ)+ln(1-θ) = p·α_p/α_d = {batching['theta_rhs']:.4g})",
-              f"  β_EB^w={batching['beta_eb_w_s_per_token']:.4g} s/token, β_MB^e(r)={_sci(batching['beta_mb_e_s_per_token'])} s/token, "
+              f"  β_EB^w={batching['beta_eb_w_s_per_token']:.4g} s/token, {_beta_mb(batching['beta_mb_e_s_per_token'])}, "
               f"α_MB={batching['alpha_mb_s']:.4g} s ({batching['alpha_mb_source']})",
-              "  crossover N (Δ=0): " + (_sci(batching["crossover_concurrency"]) if batching["crossover_concurrency"]
-                                          is not None else "none (Δ(N) keeps one sign for every N > 0, or no β_MB)")]
+              "  crossover N (Δ=0): " + _crossover(batching)]
     lines += [f"  warning: {w}" for w in batching.get("warnings", [])]
-    for row in batching["per_concurrency"]:
-        lines.append(f"  N={row['concurrency']:>6}: k̂={row['k_hat']:.1f}, Δ(N)={_sci(row['delta_s_per_token'])} s/token -> "
-                     f"{row['winner'] or NA} gives more throughput")
+    lines += [_concurrency_line(row) for row in batching["per_concurrency"]]
     if batching.get("not_computed"):
         lines.append(f"  not computed: {batching['not_computed']}")
     mem = batching.get("memory_safe_batch", {})
@@ -126,6 +157,28 @@ def _batching_text(batching: dict, fits: dict | None) -> list[str]:
     else:
         lines.append(f"  memory-safe N̂*: not computed ({mem.get('not_computed')})")
     return lines
+
+
+def _beta_mb(value) -> str:
+    return "β_MB^e(r): no mixed-batch fit" if value is None else f"β_MB^e(r)={value:.4g} s/token"
+
+
+def _crossover(batching: dict) -> str:
+    if batching["crossover_concurrency"] is not None:
+        return _sci(batching["crossover_concurrency"])
+    if batching["beta_mb_e_s_per_token"] is None:
+        return "cannot be computed without the mixed-batch fit β_MB(r)"
+    return "none (Δ(N) keeps one sign for every N > 0)"
+
+
+def _concurrency_line(row: dict) -> str:
+    """Which policy gives more throughput at N, or that the comparison cannot be made and why."""
+    head = f"  N={row['concurrency']:>6}: k̂={row['k_hat']:.1f}, "
+    if row["delta_s_per_token"] is None:
+        return head + "which policy gives more throughput cannot be said: Δ(N) needs the mixed-batch fit β_MB(r)"
+    if row["winner"] == "tie":
+        return head + "Δ(N)=0 s/token -> both policies give the same throughput"
+    return head + f"Δ(N)={_sci(row['delta_s_per_token'])} s/token -> {row['winner']} gives more throughput"
 
 
 def _sci(value) -> str:

@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .svg import Chart, Series, render_chart
+from ..report.words import NOT_MEASURED
+from .svg import Chart, Series, has_values, render_chart
 from .sweep import INDEX, _write_json, read_index
 from .sweep_table import as_records, build_table, grid_rows
 from .transition import transition_points
@@ -100,13 +101,16 @@ def write_sweep_outputs(sweep_dir: str | Path, threshold: float = 0.5) -> dict:
     charts = build_charts(table, threshold, transition)
     plot_dir = root / "plots"
     plot_dir.mkdir(exist_ok=True)
-    svgs = {stem: render_chart(chart) for stem, chart in charts.items()}
+    # a chart without any measured point (every device metric of a CPU sweep) is named in one
+    # sentence of the page instead of being drawn
+    svgs = {stem: render_chart(chart, stem) for stem, chart in charts.items() if has_values(chart)}
+    unplotted = unplotted_sentence([c for c in charts.values() if not has_values(c)])
     paths = []
     for stem, svg in svgs.items():
         (plot_dir / f"{stem}.svg").write_text(svg)
         paths.append(plot_dir / f"{stem}.svg")
     html_path = root / "sweep.html"
-    html_path.write_text(render_html(read_index(root), table, transition, svgs, notes))
+    html_path.write_text(render_html(read_index(root), table, transition, svgs, notes, unplotted))
     index = read_index(root)
     index["transition"] = transition
     index["outputs"] = {"table": "table.csv", "html": "sweep.html", "plots": [f"plots/{p.name}" for p in paths]}
@@ -123,13 +127,26 @@ def _cell(value, column: str = "") -> str:
     if value is None or (isinstance(value, float) and np.isnan(value)):
         if column == "decode_share":  # a grid point has no decode share: not applicable
             return "<td>–</td>"
-        return '<td class="na">not measured</td>'
+        return f'<td class="na">{NOT_MEASURED}</td>'
     if isinstance(value, float):
         return f"<td>{value:,.3g}</td>" if abs(value) < 100 else f"<td>{value:,.0f}</td>"
     return f"<td>{escape(str(value))}</td>"
 
 
-def render_html(index: dict, table: pd.DataFrame, transition: dict, svgs: dict[str, str], notes: list[str]) -> str:
+def unplotted_sentence(charts: list[Chart]) -> str:
+    """One sentence naming the metrics that had nothing to plot, with their phases."""
+    if not charts:
+        return ""
+    metrics: dict[str, set[str]] = {}
+    for chart in charts:
+        phase = chart.title.split(":", 1)[0]
+        metrics.setdefault(chart.y_label, set()).add(phase)
+    parts = [f"{label} ({', '.join(sorted(phases))})" for label, phases in metrics.items()]
+    return f"Not plotted, no point measured: {'; '.join(parts)}."
+
+
+def render_html(index: dict, table: pd.DataFrame, transition: dict, svgs: dict[str, str], notes: list[str],
+                unplotted: str = "") -> str:
     """One self-contained page: config, transition rule and result, the table, every plot."""
     cfg = index.get("config", {})
     head = ("<!doctype html><html><head><meta charset='utf-8'><title>taxbreak sweep</title><style>"
@@ -143,7 +160,10 @@ def render_html(index: dict, table: pd.DataFrame, transition: dict, svgs: dict[s
              _transition_html(transition), "<h2>Table</h2>", _table_html(table)]
     if notes:
         parts.append("<h3>Points left out</h3><ul>" + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>")
-    parts.append("<h2>Plots</h2><div class='plots'>" + "".join(svgs.values()) + "</div></body></html>")
+    parts.append("<h2>Plots</h2>")
+    if unplotted:
+        parts.append(f"<p class='na'>{escape(unplotted)}</p>")
+    parts.append("<div class='plots'>" + "".join(svgs.values()) + "</div></body></html>")
     return "".join(parts)
 
 

@@ -9,7 +9,8 @@ from taxbreak.trace.diagnostics import DIAGNOSTIC_CODES
 from taxbreak.trace.errors import ERROR_CODES
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = [*sorted((ROOT / "taxbreak/readers").glob("kineto*.py")), ROOT / "taxbreak/readers/detect.py"]
+SOURCES = [*sorted((ROOT / "taxbreak/readers").glob("kineto*.py")), ROOT / "taxbreak/readers/detect.py",
+           ROOT / "taxbreak/readers/bounds.py"]
 _QUOTED_CODE = re.compile(r'"([a-z0-9_]+\.[a-z0-9_]+)"')
 
 

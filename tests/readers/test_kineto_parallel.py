@@ -91,7 +91,7 @@ def test_diagnostics_name_the_same_rows(tmp_path, small_chunks, monkeypatch):
     decoded_here = []
     decode = kp.decode_columns
     monkeypatch.setattr(kp, "decode_columns", lambda chunk: decoded_here.append(1) or decode(chunk))
-    n_chunks = sum(1 for _ in ks.EventStream(ks.iter_blocks(path), kineto._TOP).raw_chunks())
+    n_chunks = sum(1 for _ in ks.EventStream(ks.iter_blocks(path), kineto.decode_top).raw_chunks())
     parallel, serial = kineto.read_kineto(path, parse_workers=1), _serial(path)
     assert 0 < len(decoded_here) < n_chunks  # the reader decoded some chunks, the helper the rest
     assert _same(parallel, serial)

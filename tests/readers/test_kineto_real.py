@@ -71,7 +71,7 @@ def test_accounting_matches_independent_counts(path):
     assert sum(tables.meta.event_counts.values()) == len(events)
     dropped_codes = ["event.instant", "event.profiler_span", "event.unknown_category", "event.unsupported_phase",
                      "event.missing_field",
-                     "event.wrong_type", "event.begin_end"]
+                     "event.wrong_type", "event.begin_end", "event.number_out_of_range", "event.id_out_of_range"]
     assert sum(tables.diagnostics.count(c) for c in dropped_codes) == expected["dropped"]
     launches = sum(1 for e in events if e.get("cat") in API and e.get("name") in LAUNCH_NAMES)
     kinds = tables.api_calls.column("kind").to_pylist()

@@ -18,7 +18,8 @@ from .fake import make_analysis, phase_metrics
 
 ALLOWED_TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p", "dl", "dt", "dd", "div",
                 "span", "i", "b", "table", "tr", "th", "td", "svg", "g", "rect", "text", "line", "polyline",
-                "circle", "ul", "li", "br"}
+                "circle", "ul", "li", "br",
+                "path", "defs", "style", "use", "clippath"}  # matplotlib's SVG (HTMLParser lowercases clipPath)
 
 
 class _Tags(HTMLParser):

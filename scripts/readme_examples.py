@@ -1,0 +1,242 @@
+"""Regenerate the sample outputs in README.md from the current code.
+
+Each sample sits between ``<!-- example:NAME -->`` and ``<!-- /example -->``;
+this script rewrites what is between them from deterministic inputs:
+
+* ``profile-cpu``: ``taxbreak profile`` of the default tiny preset on the CPU.
+  Its times depend on the machine and the moment, so the block keeps only what
+  does not: steps and ATen ops per phase, ops per token, and the top ops by calls;
+* ``notebook``: a Python session on a planted synthetic trace (taxbreak.synth);
+* ``analyze-nsys``, ``notebook-no-markers``: real traces of the corpus
+  (../shared/traces, or ``TAXBREAK_SHARED_TRACES``); left as they are when it is absent.
+
+Usage: ``python3 scripts/readme_examples.py`` rewrites README.md;
+``--check`` exits 1, naming the blocks that differ, without writing.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import re
+import sys
+import tempfile
+from contextlib import contextmanager, redirect_stdout
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+SHARED_TRACES = Path(os.environ.get("TAXBREAK_SHARED_TRACES", ROOT.parent / "shared" / "traces"))
+NSYS_2GPU = SHARED_TRACES / "nsys-ai/tests/fixtures/mfu_2gpu_before.sqlite"
+ALEXNET = SHARED_TRACES / "HolisticTraceAnalysis/tests/data/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz"
+WIDTH = 100
+BLOCK = re.compile(r"(<!-- example:(?P<name>[a-z0-9-]+) -->\n)(?P<body>.*?)(<!-- /example -->)", re.S)
+PLANTED_FLOOR_US = 4.71  # given, so that no floor cached on the machine changes the numbers
+
+
+def fenced(text: str, lang: str = "") -> str:
+    """``text`` in a fenced code block, trailing spaces of every line removed (rich pads titles)."""
+    lines = [line.rstrip() for line in text.strip("\n").splitlines()]
+    return f"```{lang}\n" + "\n".join(lines) + "\n```\n"
+
+
+def terminal_report(analysis) -> str:
+    """What ``taxbreak analyze`` prints for ``analysis`` at WIDTH columns, without colour."""
+    from rich.console import Console
+
+    from taxbreak.report.terminal import render_analysis
+
+    out = io.StringIO()
+    render_analysis(analysis, Console(file=out, width=WIDTH, color_system=None, highlight=False))
+    return out.getvalue()
+
+
+def sections(text: str, titles: tuple[str, ...], all_titles: tuple[str, ...]) -> str:
+    """The report sections that start with ``titles``, in order, each up to the next section, "..." between."""
+    lines = text.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith(all_titles)]
+    picked = []
+    for title in titles:
+        begin = next((i for i in starts if lines[i].startswith(title)), None)
+        if begin is None:
+            raise SystemExit(f"readme_examples: the report has no section {title!r}; update the script")
+        end = next((i for i in starts if i > begin), len(lines))
+        picked.append("\n".join(lines[begin:end]).rstrip())
+    return "\n...\n".join(picked)
+
+
+REPORT_TITLES = ("Per phase", "Orchestration components", "Queue wait", "Host thread time", "GPU idle by cause",
+                 "Top 10 ATen ops", "Diagnostics", "What to do")
+
+
+def analyze_nsys() -> str:
+    from taxbreak.decompose import analyze
+
+    text = terminal_report(analyze(NSYS_2GPU))
+    return fenced(sections(text, ("Per phase", "GPU idle by cause", "What to do"), REPORT_TITLES))
+
+
+def planted_trace(folder: Path) -> Path:
+    """A synthetic Kineto trace with known components: 1 prefill and 2 decode steps of 3 ops."""
+    from taxbreak.synth.planted import build, random_spec
+    from taxbreak.synth.write_kineto import write_kineto
+
+    planted = build(random_spec(np.random.default_rng(17), steps=3, ops=3))
+    return write_kineto(planted.tables, folder / "planted.json.gz")
+
+
+def session(statements: list[str], namespace: dict) -> str:
+    """A Python session: each statement after ``>>>``, then what the REPL would show for it."""
+    out = []
+    for statement in statements:
+        out.append(f">>> {statement}")
+        try:
+            value = eval(compile(statement, "<readme>", "eval"), namespace)
+        except SyntaxError:
+            exec(compile(statement, "<readme>", "exec"), namespace)
+            continue
+        except Exception as err:  # shown as the REPL would: the error's type and message
+            out.append(f"{type(err).__module__}.{type(err).__qualname__}: {err}")
+            continue
+        if value is not None:
+            out.append(_shown(value))
+    return "\n".join(out)
+
+
+def _shown(value) -> str:
+    import pandas as pd
+
+    if isinstance(value, pd.DataFrame):
+        with pd.option_context("display.width", WIDTH, "display.max_columns", 20):
+            return value.to_string()
+    return repr(value)
+
+
+@contextmanager
+def working_dir(path: Path):
+    """Run the block in ``path``: a session names its trace by file name, as a notebook next to it would."""
+    before = Path.cwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
+def notebook() -> str:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = planted_trace(Path(tmp))
+        with working_dir(Path(tmp)):
+            text = session([
+                "import taxbreak",
+                f'a = taxbreak.analyze("{path.name}", floor_us={PLANTED_FLOOR_US})',
+                "a",
+                "a.phase_names",
+                "d = a.phase(\"decode\")",
+                "d.hdbi, d.ft_us, d.ct_us, d.kt_us, d.orchestration_us",
+                "d.idle_by_cause_us[\"launch_api\"]",
+                'a.summary["phases"]["decode"]["hdbi"] == d.hdbi',
+                'a.kernels[["name", "op_name", "ft_ns", "ct_ns", "t_floor_ns", "queue_wait_ns", "launch_latency_ns"]].head(4)',
+                'a.steps[["step", "phase", "kernels", "hdbi", "tokens"]]',
+            ], {})
+    return fenced(text, "python")
+
+
+def notebook_no_markers() -> str:
+    with working_dir(ALEXNET.parent):
+        text = session([
+            "import taxbreak",
+            f'a = taxbreak.analyze("{ALEXNET.name}")',
+            'list(a.summary["phases"])',
+            'a.phase("unknown").hdbi',
+            'a.phase("decode")',
+        ], {})
+    return fenced(text, "python")
+
+
+def profile_cpu() -> str:
+    """The deterministic part of ``taxbreak profile`` on the CPU: counts, not times."""
+    from taxbreak.capture.runner import ProfileConfig, profile
+
+    with tempfile.TemporaryDirectory() as tmp, redirect_stdout(io.StringIO()):
+        result = profile(ProfileConfig(device="cpu", command_line=["taxbreak", "profile"]), out_dir=Path(tmp) / "run")
+        layout = sorted(p.name + ("/" if p.is_dir() else "") for p in (Path(tmp) / "run").iterdir())
+        analysis = result.analysis
+    return fenced(_count_table(analysis) + "\n\n" + _top_calls(analysis) + "\n\nrun directory: " + "  ".join(layout))
+
+
+def _count_table(analysis) -> str:
+    rows = [("phase", "steps", "ATen ops", "ATen ops/token")]
+    for name in analysis.phase_names:
+        values = analysis.phase(name)
+        scope = analysis.summary["all"] if name == "all" else analysis.summary["phases"][name]
+        per_token = scope.get("aten_ops_per_token")
+        rows.append((name, f"{values.steps:,}", f"{values.aten_ops:,}",
+                     "not measured" if per_token is None else f"{per_token:,.1f}"))
+    return _aligned(rows)
+
+
+def _top_calls(analysis, top: int = 8) -> str:
+    ops = analysis.ops.sort_values(["root_calls", "op_name"], ascending=[False, True]).head(top)
+    rows = [("ATen op (outermost calls)", "calls")] + [(r.op_name, f"{r.root_calls:,}") for r in ops.itertuples()]
+    return _aligned(rows)
+
+
+def _aligned(rows: list[tuple[str, ...]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+                     for r in rows)
+
+
+# name -> (needs the corpus, generator)
+EXAMPLES: dict[str, tuple[bool, Callable[[], str]]] = {
+    "profile-cpu": (False, profile_cpu),
+    "analyze-nsys": (True, analyze_nsys),
+    "notebook": (False, notebook),
+    "notebook-no-markers": (True, notebook_no_markers),
+}
+
+
+def blocks(text: str) -> dict[str, str]:
+    """The body of every example block of ``text`` by name."""
+    return {m["name"]: m["body"] for m in BLOCK.finditer(text)}
+
+
+def generate(names: list[str] | None = None) -> dict[str, str]:
+    """The generated body of each example (all, or ``names``) whose inputs are present."""
+    corpus = SHARED_TRACES.is_dir()
+    return {name: make() for name, (needs_corpus, make) in EXAMPLES.items()
+            if (names is None or name in names) and (corpus or not needs_corpus)}
+
+
+def rewrite(text: str, bodies: dict[str, str]) -> str:
+    """``text`` with each block named in ``bodies`` replaced; unknown block names are an error."""
+    unknown = set(blocks(text)) - set(EXAMPLES)
+    if unknown:
+        raise SystemExit(f"readme_examples: README has blocks no generator makes: {sorted(unknown)}")
+    return BLOCK.sub(lambda m: m.group(1) + bodies.get(m["name"], m["body"]) + m.group(4), text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 when README.md differs; write nothing")
+    parser.add_argument("names", nargs="*", help="only these blocks (default: all)")
+    args = parser.parse_args(argv)
+    text = README.read_text(encoding="utf-8")
+    new = rewrite(text, generate(args.names or None))
+    if args.check:
+        stale = [n for n, body in blocks(new).items() if blocks(text).get(n) != body]
+        for name in stale:
+            sys.stderr.write(f"README.md block {name!r} is stale: run python3 scripts/readme_examples.py\n")
+        return 1 if stale else 0
+    if new != text:
+        README.write_text(new, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    sys.exit(main())

@@ -1,0 +1,33 @@
+"""The per-kernel, per-step and per-phase tables as CSV (``taxbreak analyze --format csv``).
+
+As ``nsys stats --format csv`` does for its reports: one header row, one row per
+kernel / step / phase, the frames' own column names and units (``_ns`` integer
+nanoseconds, ``_us`` microseconds). A value that was not measured is an empty
+cell, never 0; nested per-cause and per-device values are JSON text, as in the
+Parquet files.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+CSV_TABLES = ("kernels", "steps", "phases")
+
+
+def table_csv(analysis, table: str) -> str:
+    """The CSV text of ``analysis.<table>`` (one of :data:`CSV_TABLES`)."""
+    if table not in CSV_TABLES:
+        raise ValueError(f"table must be one of {', '.join(CSV_TABLES)}, got {table!r}")
+    # lineterminator "\n": the same bytes on every platform, as the goldens compare them
+    return getattr(analysis, table).to_csv(index=False, na_rep="", lineterminator="\n")
+
+
+def write_csv_tables(analysis, out_dir: str | Path) -> list[Path]:
+    """Write ``kernels.csv``, ``steps.csv`` and ``phases.csv`` into ``out_dir`` (created)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for table in CSV_TABLES:
+        path = out / f"{table}.csv"
+        path.write_text(table_csv(analysis, table), encoding="utf-8")
+        written.append(path)
+    return written
