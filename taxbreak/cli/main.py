@@ -40,6 +40,10 @@ class LazyGroup(click.Group):
     every start-up); ``taxbreak --help`` still lists them all.
     """
 
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = _LazyCommands(self, self.commands)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         names = {attr for _, attr in _COMMANDS if self.get_command(ctx, attr) is not None}
         return sorted(names | set(self.commands))
@@ -62,6 +66,20 @@ class LazyGroup(click.Group):
             command = getattr(module, attr, None)
             if command is not None:
                 self.add_command(command)
+
+
+class _LazyCommands(dict):
+    """``group.commands[name]`` loads that command's module first, as click's own dict had it registered."""
+
+    def __init__(self, group: LazyGroup, loaded: dict) -> None:
+        super().__init__(loaded)
+        self.group = group
+
+    def __missing__(self, name: str):
+        self.group._load(name)
+        if dict.__contains__(self, name):
+            return dict.__getitem__(self, name)
+        raise KeyError(name)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
