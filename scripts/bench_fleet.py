@@ -12,7 +12,7 @@ process runs
     taxbreak analyze traces --engine E --workers N -o out-E-i --partitioned --no-cache
 
 while a sampler thread reads the resident memory of every process below it (psutil when
-installed, else /proc) every 0.2 s. Reported per engine: the child's wall time, the
+installed, else /proc) every second (sampling more often costs the machine a visible share). Reported per engine: the child's wall time, the
 ``analyze_many`` time it prints, the peak RSS of each worker process (the children that
 analyze traces: ``multiprocessing`` spawn children, nanny-spawned Dask workers included) and of
 the parent, and the 1-minute load average; the Dask overhead per trace is
@@ -121,7 +121,7 @@ def _proc_rss(root_pid: int) -> dict[int, tuple[int, str]]:
 class Sampler(threading.Thread):
     """Peak RSS of every process below one pid, sampled every ``period`` seconds."""
 
-    def __init__(self, pid: int, period: float = 0.2) -> None:
+    def __init__(self, pid: int, period: float = 1.0) -> None:
         super().__init__(daemon=True)
         self.pid, self.period, self.read = pid, period, _rss_reader()
         self.peaks: dict[int, tuple[int, str]] = {}

@@ -123,9 +123,11 @@ def analyze_many(
     results = sorted(fresh + list(resumed.values()), key=lambda r: r.index)
     _settle(results, diagnostics)
     ok = [r for r in results if r.is_ok]
-    runs = {run: combine_summaries([r.summary for r in ok if r.run == run]) for run in sorted({r.run for r in ok})}
+    runs = {run: combine_summaries([r.summary for r in ok if r.run == run], [str(r.rank) for r in ok if r.run == run])
+            for run in sorted({r.run for r in ok})}
     exported = [f for r in ok for f in r.files]
-    return ManyResult(results, combine_summaries([r.summary for r in ok]), diagnostics, n_workers,
+    combined = combine_summaries([r.summary for r in ok], [f"{r.run}/{r.rank}" for r in ok])
+    return ManyResult(results, combined, diagnostics, n_workers,
                       time.perf_counter() - start, exported, runs, engine)
 
 
