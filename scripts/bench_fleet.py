@@ -16,8 +16,9 @@ installed, else /proc) every second (sampling more often costs the machine a vis
 ``analyze_many`` time it prints, the peak RSS of each worker process (the children that
 analyze traces: ``multiprocessing`` spawn children, nanny-spawned Dask workers included) and of
 the parent, and the 1-minute load average; the Dask overhead per trace is
-``(median dask wall - median local wall) / traces``. Then DuckDB queries over the last dataset
-(median of 5, each in a fresh connection). One JSON document on stdout.
+``(median dask wall - median local wall) / traces``. Then the DuckDB queries of docs/scale.md
+over the last dataset (median of 5, each in a fresh connection; ``--queries DATASET`` times
+only those). One JSON document on stdout.
 """
 from __future__ import annotations
 
@@ -36,23 +37,8 @@ from pathlib import Path
 
 from benchutil import machine_line
 
-# The per-run HDBI recomputed from sums (never the mean of per-rank HDBIs), and the kernels
-# that waited longest between their launch call and their start, across every run.
-QUERIES = {
-    "hdbi_per_run": """
-        SELECT run, count(DISTINCT rank) AS ranks,
-               sum(device_active_us) / (sum(device_active_us) + sum(orchestration_us)) AS hdbi
-        FROM read_parquet('{out}/phases/**/*.parquet', hive_partitioning = true)
-        GROUP BY run ORDER BY run""",
-    "top_kernels_by_launch_latency": """
-        SELECT name, count(*) AS launches, sum(launch_latency_ns) / 1e3 AS launch_latency_us
-        FROM read_parquet('{out}/kernels/**/*.parquet', hive_partitioning = true)
-        GROUP BY name ORDER BY launch_latency_us DESC LIMIT 10""",
-    "idle_by_cause_per_run": """
-        SELECT run, cause, sum(end_ns - start_ns) / 1e3 AS idle_us
-        FROM read_parquet('{out}/idle/**/*.parquet', hive_partitioning = true)
-        GROUP BY run, cause ORDER BY run, idle_us DESC""",
-}
+DOC = Path(__file__).resolve().parents[1] / "docs" / "scale.md"
+DOC_SECTION = "### Querying across runs with DuckDB"
 _ANALYZED = re.compile(r"Analyzed (\d+) of (\d+) traces in ([0-9.]+) s")
 
 
@@ -159,19 +145,30 @@ def run_engine(engine: str, traces: Path, out: Path, workers: int) -> dict:
             "load_1min": round(os.getloadavg()[0], 2)}
 
 
+def documented_queries() -> list[str]:
+    """The ```sql blocks of docs/scale.md's DuckDB section: the views, then the queries."""
+    text = DOC.read_text()
+    section = text[text.index(DOC_SECTION):]
+    return re.findall(r"```sql\n(.*?)```", section[: section.index("\n### ", 1)], flags=re.S)
+
+
 def time_queries(out: Path, repeat: int = 5) -> dict:
-    """Median seconds of each query (fresh DuckDB connection each time) and its row count."""
+    """Median seconds of each documented query (a fresh DuckDB connection and views each time)
+    and its row count."""
     import duckdb
 
+    views, *queries = documented_queries()
     timings = {}
-    for name, text in QUERIES.items():
+    for text in queries:
         seconds, rows = [], 0
         for _ in range(repeat):
             con = duckdb.connect()
+            con.execute(views.replace("'OUT/", f"'{out}/"))
             t0 = time.perf_counter()
-            rows = len(con.execute(text.format(out=out)).fetchall())
+            rows = len(con.execute(text).fetchall())
             seconds.append(time.perf_counter() - t0)
             con.close()
+        name = " ".join(text.split())[:60]
         timings[name] = {"median_s": round(statistics.median(seconds), 3), "rows": rows}
     return timings
 
@@ -203,7 +200,13 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--keep", action="store_true", help="keep the traces and datasets")
+    parser.add_argument("--queries", type=Path, default=None, metavar="DATASET",
+                        help="only time the documented DuckDB queries over an existing dataset")
     args = parser.parse_args()
+    if args.queries:
+        print(json.dumps({"duckdb": time_queries(args.queries), "files": sum(1 for _ in args.queries.rglob("*.parquet"))},
+                         indent=1))
+        return
     root = args.out or Path(tempfile.mkdtemp(prefix="taxbreak-fleet-"))
     traces = root / "traces"
     fleet = write_fleet(traces, args.traces, args.events, args.ranks) if not traces.exists() else {
