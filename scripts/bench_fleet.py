@@ -16,7 +16,7 @@ installed, else /proc) every second (sampling more often costs the machine a vis
 ``analyze_many`` time it prints, the peak RSS of each worker process (the children that
 analyze traces: ``multiprocessing`` spawn children, nanny-spawned Dask workers included) and of
 the parent, and the 1-minute load average; the Dask overhead per trace is
-``(median dask wall - median local wall) / traces``. Then the DuckDB queries of docs/scale.md
+``(median dask - median local) / traces``, in wall time and in CPU time. Then the DuckDB queries of docs/scale.md
 over the last dataset (median of 5, each in a fresh connection; ``--queries DATASET`` times
 only those). One JSON document on stdout.
 """
@@ -126,23 +126,29 @@ class Sampler(threading.Thread):
 
 
 def run_engine(engine: str, traces: Path, out: Path, workers: int) -> dict:
-    """One ``taxbreak analyze`` of the fleet: wall, analyze time, peaks, load."""
+    """One ``taxbreak analyze`` of the fleet: wall, CPU of the whole process tree, peaks, load."""
     cmd = [sys.executable, "-m", "taxbreak", "analyze", str(traces), "--engine", engine,
            "--workers", str(workers), "-o", str(out), "--partitioned", "--no-cache"]
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=os.environ.copy())
     sampler = Sampler(proc.pid)
     sampler.start()
-    stderr = proc.communicate()[1].decode(errors="replace")
+    err: list[bytes] = []
+    drain = threading.Thread(target=lambda: err.append(proc.stderr.read()))
+    drain.start()
+    # wait4: the child's own usage plus every descendant it reaped (pool or Dask workers, nannies)
+    _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
+    drain.join()
     sampler.stop.set()
     sampler.join()
+    stderr = b"".join(err).decode(errors="replace")
     found = _ANALYZED.search(stderr)
-    if proc.returncode != 0 or not found:
-        raise SystemExit(f"{engine} failed (rc {proc.returncode}):\n{stderr[-2000:]}")
+    if os.waitstatus_to_exitcode(status) != 0 or not found:
+        raise SystemExit(f"{engine} failed ({status}):\n{stderr[-2000:]}")
     return {"engine": engine, "wall_s": round(wall, 2), "analyze_s": float(found.group(3)),
-            "analyzed": int(found.group(1)), "worker_peak_rss_mb": sampler.worker_peaks_mb(),
-            "load_1min": round(os.getloadavg()[0], 2)}
+            "cpu_s": round(usage.ru_utime + usage.ru_stime, 1), "analyzed": int(found.group(1)),
+            "worker_peak_rss_mb": sampler.worker_peaks_mb(), "load_1min": round(os.getloadavg()[0], 2)}
 
 
 def documented_queries() -> list[str]:
@@ -180,16 +186,18 @@ def _median(runs: list[dict], key: str) -> float:
 
 
 def summarize(runs: list[dict], traces: int) -> dict:
+    """Medians per engine and the Dask overhead, in wall time and in CPU time (the CPU seconds of
+    the whole process tree hardly depend on what else loads the machine)."""
     by = {e: [r for r in runs if r["engine"] == e] for e in ("local", "dask")}
-    med = {e: {"wall_s": _median(rs, "wall_s"), "analyze_s": _median(rs, "analyze_s"),
-               "worker_peak_rss_mb": max(max(r["worker_peak_rss_mb"] or [0]) for r in rs)}
+    med = {e: {k: _median(rs, k) for k in ("wall_s", "analyze_s", "cpu_s")} |
+           {"worker_peak_rss_mb": max(max(r["worker_peak_rss_mb"] or [0]) for r in rs)}
            for e, rs in by.items() if rs}
     if "local" in med and "dask" in med:
-        extra = med["dask"]["wall_s"] - med["local"]["wall_s"]
-        med["dask_overhead"] = {"per_trace_ms": round(1e3 * extra / traces, 1),
-                                "of_local_wall": round(extra / med["local"]["wall_s"], 3),
-                                "analyze_of_local": round((med["dask"]["analyze_s"] - med["local"]["analyze_s"])
-                                                          / med["local"]["analyze_s"], 3)}
+        med["dask_overhead"] = {}
+        for key in ("wall_s", "cpu_s"):
+            extra = med["dask"][key] - med["local"][key]
+            med["dask_overhead"][key] = {"per_trace_ms": round(1e3 * extra / traces, 1),
+                                         "of_local": round(extra / med["local"][key], 3)}
     return med
 
 
