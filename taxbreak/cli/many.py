@@ -47,6 +47,10 @@ def folder_options(fn):
     return fn
 
 
+# A rank not read from the trace's metadata says where it came from.
+_ORDER_NOTE = {"file_order": " (file order)", "session_order": " (session order)"}
+
+
 def _json_scalar(value):
     """NumPy scalars as Python numbers; anything else unserializable (pd.NA) as null."""
     return value.item() if hasattr(value, "item") else None
@@ -61,7 +65,7 @@ def _table(result) -> Table:
     for header in ("run", "rank", "trace", *(h for _, h, _ in _COLUMNS)):
         table.add_column(header, justify="left" if header == "trace" else "right")
     for row in result.per_rank().to_dict("records"):
-        rank = f"{row['rank']}" + ("" if row["rank_source"] == "meta" else " (file order)")
+        rank = f"{row['rank']}" + _ORDER_NOTE.get(row["rank_source"], "")
         table.add_row(str(row["run"]), rank, Path(row["path"]).name, *(_fmt(row.get(k), p) for k, _, p in _COLUMNS))
     combined = result.combined
     table.add_row("all", "", f"{combined['traces']} traces", *(_fmt(combined["all"].get(k), p) for k, _, p in _COLUMNS),
