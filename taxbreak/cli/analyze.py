@@ -43,7 +43,7 @@ def analyze(traces: tuple[str, ...], floor_us, step_pattern, tokens, as_json: bo
     out_format = _output_format(as_json, out_format, traces)
     as_json = out_format == "json"
     if out_format != "csv" and dispatch_folder(traces, scale_opts, out_dir=out_dir, as_json=as_json, floor_us=floor_us,
-                       step_pattern=step_pattern, tokens=tokens):
+                       step_pattern=step_pattern, tokens=tokens, quiet=quiet):
         return
     from ..scale.analysis_cache import cached_analyze
     from ..report.terminal import render_analysis

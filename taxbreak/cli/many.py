@@ -75,11 +75,13 @@ def _table(result) -> Table:
     return table
 
 
-def _report_stderr(result, err: Console) -> None:
+def _report_stderr(result, err: Console, quiet: bool = False) -> None:
     for f in result.failed:
         err.print(f"skipped {f.path}: error[{f.error['code']}] {f.error['message']}", markup=False, highlight=False)
     for code, d in result.diagnostics.as_dict().items():
         err.print(f"{d['severity']}[{code}] ×{d['count']}: {d['example']}", markup=False, highlight=False)
+    if quiet:
+        return
     ok = len(result.files) - len(result.failed)
     skipped = f" · {len(result.failed)} skipped" if result.failed else ""
     err.print(f"Analyzed {ok} of {len(result.files)} traces in {result.seconds:.1f} s "
@@ -126,7 +128,8 @@ def _remote_traces(url: str) -> list[str]:
 
 
 def dispatch_folder(traces: tuple[str, ...] | str, scale_opts: dict, *, out_dir: str | None, as_json: bool,
-                    floor_us: float | None, step_pattern: str | None, tokens: int | None) -> bool:
+                    floor_us: float | None, step_pattern: str | None, tokens: int | None,
+                    quiet: bool = False) -> bool:
     """Apply ``--no-cache``; run folder mode for many traces (``_is_many``).
 
     Returns:
@@ -146,16 +149,19 @@ def dispatch_folder(traces: tuple[str, ...] | str, scale_opts: dict, *, out_dir:
                run_id=scale_opts.get("run_id"), workers=scale_opts.get("workers"),
                on_error=scale_opts.get("on_error", "fail"), use_cache=not scale_opts.get("no_cache"),
                floor_us=floor_us, step_pattern=step_pattern, engine=engine,
-               scheduler=scale_opts.get("scheduler"), scheduler_file=scale_opts.get("scheduler_file"))
+               scheduler=scale_opts.get("scheduler"), scheduler_file=scale_opts.get("scheduler_file"),
+               quiet=quiet)
     return True
 
 
 def run_folder(folder, *, output: str | None = None, as_json: bool = False, partitioned: bool = False,
                run_id: str | None = None, workers: int | None = None, on_error: str = "fail",
                use_cache: bool = True, floor_us: float | None = None, step_pattern: str | None = None,
-               engine: str = "local", scheduler: str | None = None, scheduler_file: str | None = None) -> None:
+               engine: str = "local", scheduler: str | None = None, scheduler_file: str | None = None,
+               quiet: bool = False) -> None:
     """Analyze every trace in ``folder`` (one or several paths/URLs), print per-rank and combined
-    results, optionally export."""
+    results, optionally export. ``quiet`` leaves out the status lines; skipped traces and
+    diagnostics still print (they are results, not progress)."""
     if partitioned and not output:
         raise UsageError("usage.invalid", "--partitioned needs -o OUT (the dataset folder)")
     from ..scale.many import analyze_many  # pandas and the decomposer: only when a folder is given
@@ -178,8 +184,8 @@ def run_folder(folder, *, output: str | None = None, as_json: bool = False, part
         click.echo(text)
     else:
         Console(width=120).print(_table(result))
-    _report_stderr(result, Console(stderr=True, width=120))
-    if partitioned:
+    _report_stderr(result, Console(stderr=True, width=120), quiet)
+    if partitioned and not quiet:
         click.echo(f"wrote {len(result.exported)} Parquet files under {output}", err=True)
     if not any(f.is_ok for f in result.files):
         raise TaxbreakError("scale.nothing_analyzed", f"none of the {len(result.files)} traces could be analyzed",
