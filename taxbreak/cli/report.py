@@ -107,7 +107,7 @@ def check(target, budget_path, baseline, junit, markdown, as_json, allow_unmeasu
     """Check overhead budgets; exit 0 when all hold, 1 when any is exceeded, 2 for a bad budget."""
     from ..report.budget import load_budget
     from ..report.check import evaluate_budget
-    from ..report.check_render import headline, render_check_text, render_junit, render_markdown
+    from ..report.check_render import headline, render_check_text, render_junit, render_markdown, warning_lines
 
     budget = load_budget(budget_path)  # before the analysis: a bad budget fails fast
     run = _load(target, floor_us, step_pattern, tokens)
@@ -119,6 +119,8 @@ def check(target, budget_path, baseline, junit, markdown, as_json, allow_unmeasu
         _write(markdown, render_markdown(result))
     if as_json:
         click.echo(json.dumps(result.as_dict(), indent=1))
+        for line in warning_lines(result):  # the table prints them itself
+            click.echo(line, err=True)
     else:
         click.echo(render_check_text(result), nl=False)
     click.echo(headline(result), err=True)
