@@ -4,6 +4,7 @@ from __future__ import annotations
 import click
 from rich.console import Console
 
+from ..trace.text import json_for_terminal
 from .errors import handle_errors
 from .many import dispatch_folder, folder_options
 from .status import working
@@ -46,7 +47,7 @@ def analyze(traces: tuple[str, ...], floor_us, step_pattern, tokens, as_json: bo
     if out_dir:
         result.to_parquet(out_dir)
     if as_json:
-        click.echo(result.to_json())
+        click.echo(json_for_terminal(result.to_json()))
         return
     render_analysis(result, Console(), top=top)
 

@@ -8,6 +8,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from ..report.console_text import markup_text as _name
+from ..trace.text import json_for_terminal, safe_text
 from .errors import handle_errors
 from .status import working
 
@@ -27,20 +29,21 @@ def info(trace: str, as_json: bool, allow_truncated: bool) -> None:
     with working("reading", trace):
         summary = summarize_tables(load_trace(trace, allow_truncated=allow_truncated))
     if as_json:
-        click.echo(json.dumps(summary, indent=1, sort_keys=True))
+        click.echo(json_for_terminal(json.dumps(summary, indent=1, sort_keys=True)))
         return
     render_info(summary, Console(highlight=False))
 
 
 def render_info(summary: dict, console: Console) -> None:
     """The rich rendering of :func:`taxbreak.readers.summary.summarize_tables`."""
-    console.print(f"[bold]{summary['path']}[/bold]  {summary['format']} (schema {summary['format_version'] or '?'})",
-                  soft_wrap=True)
-    devices = ", ".join(f"{d['id']}: {d['name']}" for d in summary["devices"]) or "unknown (no device properties)"
+    console.print(f"[bold]{_name(summary['path'])}[/bold]  {_name(summary['format'])} "
+                  f"(schema {_name(summary['format_version'] or '?')})", soft_wrap=True)
+    devices = ", ".join(f"{_name(d['id'])}: {_name(d['name'])}" for d in summary["devices"]) \
+        or "unknown (no device properties)"
     console.print(f"devices: {devices}")
     span = summary["span"]
     span_text = f"{span['dur_ns'] / 1e6:,.3f} ms" if span else "no timed events"
-    console.print(f"time span: {span_text}   time base: {summary['time_base']}   rank: {summary['rank']}")
+    console.print(f"time span: {span_text}   time base: {_name(summary['time_base'])}   rank: {_name(summary['rank'])}")
     console.print(_tables_table(summary))
     console.print(_accounting_line(summary))
     if summary["diagnostics"]:
@@ -54,7 +57,7 @@ def _tables_table(summary: dict) -> Table:
     table.add_column("by kind")
     for name, rows in summary["tables"].items():
         kinds = summary["kinds"].get(name, {})
-        table.add_row(name, f"{rows:,}", ", ".join(f"{k} {v:,}" for k, v in kinds.items()))
+        table.add_row(name, f"{rows:,}", ", ".join(f"{_name(k)} {v:,}" for k, v in kinds.items()))
     return table
 
 
@@ -71,7 +74,7 @@ def _diagnostics_table(diagnostics: dict) -> Table:
     table.add_column("count", justify="right")
     table.add_column("example", overflow="fold")
     for code, diag in diagnostics.items():
-        table.add_row(code, diag["severity"], f"{diag['count']:,}", diag["example"])
+        table.add_row(_name(code), diag["severity"], f"{diag['count']:,}", _name(diag["example"]))
     return table
 
 
@@ -89,6 +92,6 @@ def convert(trace: str, out_dir: str, allow_truncated: bool) -> None:
         tables = load_trace(trace, allow_truncated=allow_truncated)
     written = tables.to_parquet(Path(out_dir))
     for path in written:
-        click.echo(str(path))
+        click.echo(safe_text(path))
     rows = sum(tables.counts().values())
-    click.echo(f"wrote {len(written)} files, {rows:,} rows to {out_dir}", err=True)
+    click.echo(f"wrote {len(written)} files, {rows:,} rows to {safe_text(out_dir)}", err=True)

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from ..report.console_text import markup_text
 from .errors import handle_errors
 
 _STAGES = {
@@ -62,7 +63,7 @@ def profile(out_dir, quiet, as_json, **options):
                               indent=2, default=str))
         return
     render_result(result, Console())
-    err_console.print(f"run directory: [bold]{result.run_dir}[/bold]")
+    err_console.print(f"run directory: [bold]{markup_text(result.run_dir)}[/bold]")
 
 
 class _progress:

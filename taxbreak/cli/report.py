@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from ..trace.text import json_for_terminal, safe_text
 from .errors import handle_errors
 
 
@@ -45,7 +46,7 @@ def report(target, output, floor_us, step_pattern, tokens):
 
     run = _load(target, floor_us, step_pattern, tokens)
     _write(output, render_html(run.analysis, manifest=run.manifest, title=str(target)))
-    click.echo(f"wrote {output}", err=True)
+    click.echo(f"wrote {safe_text(output)}", err=True)
 
 
 @click.command("annotate")
@@ -62,7 +63,7 @@ def annotate(trace, output, floor_us, step_pattern, tokens):
     require_kineto(find_trace(trace)[0])  # fail before a full analysis
     run = _load(trace, floor_us, step_pattern, tokens)
     stats = write_annotated(run.trace_path, run.analysis, output)
-    click.echo(f"wrote {output}: {stats.summary_line()}", err=True)
+    click.echo(f"wrote {safe_text(output)}: {safe_text(stats.summary_line())}", err=True)
 
 
 @click.command("diff")
@@ -82,7 +83,7 @@ def diff(base, new, as_json, top, floor_us, step_pattern, tokens):
     b = _load(new, floor_us, step_pattern, tokens)
     result = diff_analyses(a.analysis, b.analysis, base_label=base, new_label=new, top=top)
     if as_json:
-        click.echo(json.dumps(result, indent=1, default=_json_default))
+        click.echo(json_for_terminal(json.dumps(result, indent=1, default=_json_default)))
     else:
         click.echo(render_diff_text(result), nl=False)
 
@@ -118,7 +119,7 @@ def check(target, budget_path, baseline, junit, markdown, as_json, allow_unmeasu
     if markdown:
         _write(markdown, render_markdown(result))
     if as_json:
-        click.echo(json.dumps(result.as_dict(), indent=1))
+        click.echo(json_for_terminal(json.dumps(result.as_dict(), indent=1)))
         for line in warning_lines(result):  # the table prints them itself
             click.echo(line, err=True)
     else:

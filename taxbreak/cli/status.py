@@ -11,6 +11,8 @@ from pathlib import Path
 
 from rich.console import Console
 
+from ..report.console_text import markup_text
+
 
 def working(action: str, target: str):
     """Context manager: ``⠋ analyzing trace.json.gz (239.1 MB) …`` on stderr until the block ends."""
@@ -22,7 +24,7 @@ def describe(target: str) -> str:
     path = Path(target)
     try:
         if path.is_file():
-            return f"{path.name} ({path.stat().st_size / 1e6:,.1f} MB)"
+            return f"{markup_text(path.name)} ({path.stat().st_size / 1e6:,.1f} MB)"
     except OSError:
         pass
-    return str(target)
+    return markup_text(target)
