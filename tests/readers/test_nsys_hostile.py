@@ -128,3 +128,12 @@ def test_schema_is_untrusted(tmp_path):
             db.conn.execute("CREATE TABLE t (a)")  # read-only
     finally:
         db.conn.close()
+
+
+@pytest.mark.parametrize("value", ["X'00'", "'abc'", "NULL", "1e300"])
+def test_enum_tables_of_any_storage_class(tmp_path, value):
+    path = _mutated(tmp_path, "CREATE TABLE IF NOT EXISTS ENUM_CUDA_MEM_KIND (id, name, label)",
+                    f"INSERT INTO ENUM_CUDA_MEM_KIND VALUES ({value}, {value}, {value})",
+                    f"UPDATE ENUM_NSYS_EVENT_CLASS SET id = {value} WHERE rowid = 1")
+    tables = read_nsys(path)
+    assert sum(tables.meta.event_counts.values()) == tables.meta.input_events
