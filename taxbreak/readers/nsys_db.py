@@ -232,7 +232,7 @@ def _guard_connection(path: Path, conn: sqlite3.Connection) -> NsysDb:
     """The export's connection with its bounds set: schema functions untrusted,
     a string/blob length cap and a VM-instruction budget for all queries."""
     conn.execute("PRAGMA trusted_schema=OFF")
-    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, _env_int(ENV_MAX_STRING, MAX_STRING_BYTES))
+    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, min(_env_int(ENV_MAX_STRING, MAX_STRING_BYTES), 2**31 - 1))
     db = NsysDb(path=path, conn=conn, tables=frozenset())
     db.max_steps = _env_int(ENV_MAX_STEPS, max(MIN_STEPS, STEPS_PER_BYTE * path.stat().st_size))
 
