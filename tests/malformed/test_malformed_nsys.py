@@ -47,7 +47,8 @@ def test_recoverable_through_the_library(name):
 
 
 @pytest.mark.parametrize("name", sorted(RECOVERABLE))
-def test_recoverable_through_the_cli(name):
+def test_recoverable_through_the_cli(name, monkeypatch):
+    monkeypatch.setenv("TAXBREAK_NO_CACHE", "1")  # --no-cache sets it for the process: restored after the test
     for command in (["info", str(CASES_DIR / name)], ["analyze", str(CASES_DIR / name), "--no-cache"]):
         result = CliRunner().invoke(main, command)
         assert result.exit_code == 0, result.output
