@@ -14,6 +14,7 @@ it unique; the same bug found from many inputs counts once.
 """
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import resource
@@ -95,6 +96,7 @@ def _wait(pid: int, fd: int, timeout_s: float) -> tuple[bytes, int | None]:
 
 def _child(path: Path, fd: int, memory_bytes: int, target) -> None:
     """Never returns: reports one JSON line and exits."""
+    faulthandler.disable()  # a crash is the parent's to report (pytest turns the dump on)
     try:
         cap = _vm_size() + memory_bytes
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
