@@ -6,6 +6,7 @@ from rich.console import Console
 
 from ..report.tables_csv import CSV_TABLES, table_csv, write_csv_tables
 from ..trace.errors import UsageError
+from ..trace.text import json_for_terminal
 from .errors import handle_errors
 from .many import dispatch_folder, folder_options
 from .status import quiet_option, working
@@ -61,7 +62,7 @@ def analyze(traces: tuple[str, ...], floor_us, step_pattern, tokens, as_json: bo
         click.echo(table_csv(result, table), nl=False)
         return
     if as_json:
-        click.echo(result.to_json())
+        click.echo(json_for_terminal(result.to_json()))
         return
     render_analysis(result, Console(), top=top)
 

@@ -17,6 +17,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from ..report.console_text import markup_text
+from ..trace.text import json_for_terminal, safe_text
 from ..scale.discover import _is_trace_name, discover, is_run_dir, is_trace_folder
 from ..trace.errors import TaxbreakError, UsageError
 
@@ -66,7 +68,8 @@ def _table(result) -> Table:
         table.add_column(header, justify="left" if header == "trace" else "right")
     for row in result.per_rank().to_dict("records"):
         rank = f"{row['rank']}" + _ORDER_NOTE.get(row["rank_source"], "")
-        table.add_row(str(row["run"]), rank, Path(row["path"]).name, *(_fmt(row.get(k), p) for k, _, p in _COLUMNS))
+        table.add_row(markup_text(row["run"]), rank, markup_text(Path(row["path"]).name),
+                      *(_fmt(row.get(k), p) for k, _, p in _COLUMNS))
     combined = result.combined
     table.add_row("all", "", f"{combined['traces']} traces", *(_fmt(combined["all"].get(k), p) for k, _, p in _COLUMNS),
                   style="bold")
@@ -77,9 +80,10 @@ def _table(result) -> Table:
 
 def _report_stderr(result, err: Console, quiet: bool = False) -> None:
     for f in result.failed:
-        err.print(f"skipped {f.path}: error[{f.error['code']}] {f.error['message']}", markup=False, highlight=False)
+        err.print(safe_text(f"skipped {f.path}: error[{f.error['code']}] {f.error['message']}"), markup=False,
+                  highlight=False)
     for code, d in result.diagnostics.as_dict().items():
-        err.print(f"{d['severity']}[{code}] ×{d['count']}: {d['example']}", markup=False, highlight=False)
+        err.print(safe_text(f"{d['severity']}[{code}] ×{d['count']}: {d['example']}"), markup=False, highlight=False)
     if quiet:
         return
     ok = len(result.files) - len(result.failed)
@@ -181,12 +185,12 @@ def run_folder(folder, *, output: str | None = None, as_json: bool = False, part
         Path(output).mkdir(parents=True, exist_ok=True)
         (Path(output) / "summary.json").write_text(text)
     if as_json:
-        click.echo(text)
+        click.echo(json_for_terminal(text))
     else:
         Console(width=120).print(_table(result))
     _report_stderr(result, Console(stderr=True, width=120), quiet)
     if partitioned and not quiet:
-        click.echo(f"wrote {len(result.exported)} Parquet files under {output}", err=True)
+        click.echo(f"wrote {len(result.exported)} Parquet files under {safe_text(output)}", err=True)
     if not any(f.is_ok for f in result.files):
         raise TaxbreakError("scale.nothing_analyzed", f"none of the {len(result.files)} traces could be analyzed",
                             hint="see the skipped lines above")
