@@ -5,6 +5,7 @@ import click
 
 from ..report.tables_csv import CSV_TABLES, table_csv, write_csv_tables
 from ..trace.errors import UsageError
+from ..trace.text import json_for_terminal
 from .errors import handle_errors
 from .many import dispatch_folder, folder_options
 from .status import quiet_option, working
@@ -42,7 +43,7 @@ def analyze(traces: tuple[str, ...], floor_us, step_pattern, tokens, as_json: bo
     out_format = _output_format(as_json, out_format, traces)
     as_json = out_format == "json"
     if out_format != "csv" and dispatch_folder(traces, scale_opts, out_dir=out_dir, as_json=as_json, floor_us=floor_us,
-                       step_pattern=step_pattern, tokens=tokens):
+                       step_pattern=step_pattern, tokens=tokens, quiet=quiet):
         return
     from ..scale.analysis_cache import cached_analyze
     from ..report.terminal import render_analysis
@@ -60,7 +61,7 @@ def analyze(traces: tuple[str, ...], floor_us, step_pattern, tokens, as_json: bo
         click.echo(table_csv(result, table), nl=False)
         return
     if as_json:
-        click.echo(result.to_json())
+        click.echo(json_for_terminal(result.to_json()))
         return
     from rich.console import Console  # on use: `analyze --help` does not need rich
 

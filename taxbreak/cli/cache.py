@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import click
 
+from ..trace.text import safe_text
 from .errors import handle_errors
 
 
@@ -18,7 +19,7 @@ def info() -> None:
     from ..readers.cache import cache_stats, max_cache_bytes  # pyarrow: only when the command runs
 
     stats = cache_stats()
-    click.echo(f"{stats.root}\t{stats.entries} entries\t{stats.size_bytes / 1e6:.1f} MB"
+    click.echo(f"{safe_text(stats.root)}\t{stats.entries} entries\t{stats.size_bytes / 1e6:.1f} MB"
                f"\tcap {max_cache_bytes() / 1024**3:.1f} GiB")
 
 
@@ -29,4 +30,4 @@ def clear() -> None:
     from ..readers.cache import clear_cache
 
     removed = clear_cache()
-    click.echo(f"removed {removed.entries} entries ({removed.size_bytes / 1e6:.1f} MB) from {removed.root}", err=True)
+    click.echo(f"removed {removed.entries} entries ({removed.size_bytes / 1e6:.1f} MB) from {safe_text(removed.root)}", err=True)

@@ -9,13 +9,14 @@ from typing import Callable
 import click
 
 from ..trace.errors import TaxbreakError, TraceNotFoundError
+from ..trace.text import safe_text
 
 
 def print_error(err: TaxbreakError) -> None:
     """One line ``error[code]: path: message (location)`` plus ``hint: ...``."""
-    click.echo(err.one_line(), err=True)
+    click.echo(safe_text(err.one_line()), err=True)  # paths and messages may quote a trace's names
     if err.hint:
-        click.echo(f"  hint: {err.hint}", err=True)
+        click.echo(f"  hint: {safe_text(err.hint)}", err=True)
 
 
 def error_object(err: TaxbreakError) -> dict:

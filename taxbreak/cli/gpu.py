@@ -94,13 +94,15 @@ def _render_replay(result, top: int) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from ..report.console_text import markup_text
+
     console = Console()
     s = result.summary
     table = Table(title=f"In-trace vs isolated (T_sys {_fmt(s['floor_us'], 3)} µs, {s['floor_source']})")
     for col in ("kernel", "op", "freq", "tier", "dispatch trace", "dispatch iso", "launch trace", "launch iso"):
         table.add_column(col, justify="left" if col in ("kernel", "op") else "right")
     for row in result.kernels.head(top).itertuples(index=False):
-        table.add_row(str(row.kernel_name)[:48], str(row.op_name), str(row.frequency),
+        table.add_row(markup_text(str(row.kernel_name)[:48]), markup_text(row.op_name), str(row.frequency),
                       _fmt(row.match_tier if row.replayed else None, 0),
                       _fmt(row.dispatch_trace_us), _fmt(row.dispatch_replay_us),
                       _fmt(row.launch_trace_us), _fmt(row.launch_replay_us))
@@ -118,4 +120,5 @@ def _render_replay(result, top: int) -> None:
                   f"({s['launches_replayed']}/{s['launches_total']} launches); "
                   f"tiers {s['match_tiers']}; ambiguous ranges {s['ambiguous_ranges']}")
     for row in result.skipped.itertuples(index=False):
-        console.print(f"  skipped {row.op_name}: {row.reason} ({row.kernels} kernels, {row.frequency} launches)")
+        console.print(f"  skipped {markup_text(row.op_name)}: {markup_text(row.reason)} ({row.kernels} kernels, "
+                      f"{row.frequency} launches)")

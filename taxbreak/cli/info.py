@@ -9,6 +9,8 @@ from rich.console import Console
 from rich.table import Table
 
 from ..trace.words import NOT_MEASURED
+from ..report.console_text import markup_text as _name
+from ..trace.text import json_for_terminal, safe_text
 from .errors import handle_errors
 from .status import quiet_option, status_line, working
 
@@ -29,22 +31,22 @@ def info(trace: str, as_json: bool, allow_truncated: bool, quiet: bool) -> None:
     with working("reading", trace, quiet):
         summary = summarize_tables(load_trace(trace, allow_truncated=allow_truncated))
     if as_json:
-        click.echo(json.dumps(summary, indent=1, sort_keys=True))
+        click.echo(json_for_terminal(json.dumps(summary, indent=1, sort_keys=True)))
         return
     render_info(summary, Console(highlight=False))
 
 
 def render_info(summary: dict, console: Console) -> None:
     """The rich rendering of :func:`taxbreak.readers.summary.summarize_tables`."""
-    console.print(f"[bold]{summary['path']}[/bold]  {summary['format']} "
-                  f"(schema {summary['format_version'] or NOT_MEASURED})",
-                  soft_wrap=True)
-    devices = ", ".join(f"{d['id']}: {d['name']}" for d in summary["devices"]) or "unknown (no device properties)"
+    console.print(f"[bold]{_name(summary['path'])}[/bold]  {_name(summary['format'])} "
+                  f"(schema {_name(summary['format_version'] or NOT_MEASURED)})", soft_wrap=True)
+    devices = ", ".join(f"{_name(d['id'])}: {_name(d['name'])}" for d in summary["devices"]) \
+        or "unknown (no device properties)"
     console.print(f"devices: {devices}")
     span = summary["span"]
     span_text = f"{span['dur_ns'] / 1e6:,.3f} ms" if span else "no timed events"
-    rank = NOT_MEASURED if summary["rank"] is None else summary["rank"]
-    console.print(f"time span: {span_text}   time base: {summary['time_base']}   rank: {rank}")
+    rank = NOT_MEASURED if summary["rank"] is None else _name(summary["rank"])
+    console.print(f"time span: {span_text}   time base: {_name(summary['time_base'])}   rank: {rank}")
     console.print(_tables_table(summary))
     console.print(_accounting_line(summary))
     if summary["diagnostics"]:
@@ -58,7 +60,7 @@ def _tables_table(summary: dict) -> Table:
     table.add_column("by kind")
     for name, rows in summary["tables"].items():
         kinds = summary["kinds"].get(name, {})
-        table.add_row(name, f"{rows:,}", ", ".join(f"{k} {v:,}" for k, v in kinds.items()))
+        table.add_row(name, f"{rows:,}", ", ".join(f"{_name(k)} {v:,}" for k, v in kinds.items()))
     return table
 
 
@@ -75,7 +77,7 @@ def _diagnostics_table(diagnostics: dict) -> Table:
     table.add_column("count", justify="right")
     table.add_column("example", overflow="fold")
     for code, diag in diagnostics.items():
-        table.add_row(code, diag["severity"], f"{diag['count']:,}", diag["example"])
+        table.add_row(_name(code), diag["severity"], f"{diag['count']:,}", _name(diag["example"]))
     return table
 
 
@@ -94,6 +96,6 @@ def convert(trace: str, out_dir: str, allow_truncated: bool, quiet: bool) -> Non
         tables = load_trace(trace, allow_truncated=allow_truncated)
     written = tables.to_parquet(Path(out_dir))
     for path in written:
-        click.echo(str(path))
+        click.echo(safe_text(path))
     rows = sum(tables.counts().values())
-    status_line(f"wrote {len(written)} files, {rows:,} rows to {out_dir}", quiet)
+    status_line(f"wrote {len(written)} files, {rows:,} rows to {safe_text(out_dir)}", quiet)

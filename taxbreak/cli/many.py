@@ -17,6 +17,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from ..report.console_text import markup_text
+from ..trace.text import json_for_terminal, safe_text
 from ..scale.discover import _is_trace_name, discover, is_run_dir, is_trace_folder
 from ..trace.errors import TaxbreakError, UsageError
 
@@ -47,6 +49,10 @@ def folder_options(fn):
     return fn
 
 
+# A rank not read from the trace's metadata says where it came from.
+_ORDER_NOTE = {"file_order": " (file order)", "session_order": " (session order)"}
+
+
 def _json_scalar(value):
     """NumPy scalars as Python numbers; anything else unserializable (pd.NA) as null."""
     return value.item() if hasattr(value, "item") else None
@@ -61,8 +67,9 @@ def _table(result) -> Table:
     for header in ("run", "rank", "trace", *(h for _, h, _ in _COLUMNS)):
         table.add_column(header, justify="left" if header == "trace" else "right")
     for row in result.per_rank().to_dict("records"):
-        rank = f"{row['rank']}" + ("" if row["rank_source"] == "meta" else " (file order)")
-        table.add_row(str(row["run"]), rank, Path(row["path"]).name, *(_fmt(row.get(k), p) for k, _, p in _COLUMNS))
+        rank = f"{row['rank']}" + _ORDER_NOTE.get(row["rank_source"], "")
+        table.add_row(markup_text(row["run"]), rank, markup_text(Path(row["path"]).name),
+                      *(_fmt(row.get(k), p) for k, _, p in _COLUMNS))
     combined = result.combined
     table.add_row("all", "", f"{combined['traces']} traces", *(_fmt(combined["all"].get(k), p) for k, _, p in _COLUMNS),
                   style="bold")
@@ -71,11 +78,14 @@ def _table(result) -> Table:
     return table
 
 
-def _report_stderr(result, err: Console) -> None:
+def _report_stderr(result, err: Console, quiet: bool = False) -> None:
     for f in result.failed:
-        err.print(f"skipped {f.path}: error[{f.error['code']}] {f.error['message']}", markup=False, highlight=False)
+        err.print(safe_text(f"skipped {f.path}: error[{f.error['code']}] {f.error['message']}"), markup=False,
+                  highlight=False)
     for code, d in result.diagnostics.as_dict().items():
-        err.print(f"{d['severity']}[{code}] ×{d['count']}: {d['example']}", markup=False, highlight=False)
+        err.print(safe_text(f"{d['severity']}[{code}] ×{d['count']}: {d['example']}"), markup=False, highlight=False)
+    if quiet:
+        return
     ok = len(result.files) - len(result.failed)
     skipped = f" · {len(result.failed)} skipped" if result.failed else ""
     err.print(f"Analyzed {ok} of {len(result.files)} traces in {result.seconds:.1f} s "
@@ -122,7 +132,8 @@ def _remote_traces(url: str) -> list[str]:
 
 
 def dispatch_folder(traces: tuple[str, ...] | str, scale_opts: dict, *, out_dir: str | None, as_json: bool,
-                    floor_us: float | None, step_pattern: str | None, tokens: int | None) -> bool:
+                    floor_us: float | None, step_pattern: str | None, tokens: int | None,
+                    quiet: bool = False) -> bool:
     """Apply ``--no-cache``; run folder mode for many traces (``_is_many``).
 
     Returns:
@@ -142,16 +153,19 @@ def dispatch_folder(traces: tuple[str, ...] | str, scale_opts: dict, *, out_dir:
                run_id=scale_opts.get("run_id"), workers=scale_opts.get("workers"),
                on_error=scale_opts.get("on_error", "fail"), use_cache=not scale_opts.get("no_cache"),
                floor_us=floor_us, step_pattern=step_pattern, engine=engine,
-               scheduler=scale_opts.get("scheduler"), scheduler_file=scale_opts.get("scheduler_file"))
+               scheduler=scale_opts.get("scheduler"), scheduler_file=scale_opts.get("scheduler_file"),
+               quiet=quiet)
     return True
 
 
 def run_folder(folder, *, output: str | None = None, as_json: bool = False, partitioned: bool = False,
                run_id: str | None = None, workers: int | None = None, on_error: str = "fail",
                use_cache: bool = True, floor_us: float | None = None, step_pattern: str | None = None,
-               engine: str = "local", scheduler: str | None = None, scheduler_file: str | None = None) -> None:
+               engine: str = "local", scheduler: str | None = None, scheduler_file: str | None = None,
+               quiet: bool = False) -> None:
     """Analyze every trace in ``folder`` (one or several paths/URLs), print per-rank and combined
-    results, optionally export."""
+    results, optionally export. ``quiet`` leaves out the status lines; skipped traces and
+    diagnostics still print (they are results, not progress)."""
     if partitioned and not output:
         raise UsageError("usage.invalid", "--partitioned needs -o OUT (the dataset folder)")
     from ..scale.many import analyze_many  # pandas and the decomposer: only when a folder is given
@@ -171,12 +185,12 @@ def run_folder(folder, *, output: str | None = None, as_json: bool = False, part
         Path(output).mkdir(parents=True, exist_ok=True)
         (Path(output) / "summary.json").write_text(text)
     if as_json:
-        click.echo(text)
+        click.echo(json_for_terminal(text))
     else:
         Console(width=120).print(_table(result))
-    _report_stderr(result, Console(stderr=True, width=120))
-    if partitioned:
-        click.echo(f"wrote {len(result.exported)} Parquet files under {output}", err=True)
+    _report_stderr(result, Console(stderr=True, width=120), quiet)
+    if partitioned and not quiet:
+        click.echo(f"wrote {len(result.exported)} Parquet files under {safe_text(output)}", err=True)
     if not any(f.is_ok for f in result.files):
         raise TaxbreakError("scale.nothing_analyzed", f"none of the {len(result.files)} traces could be analyzed",
                             hint="see the skipped lines above")

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from ..trace.errors import UsageError
 from ..trace.words import NOT_MEASURED
+from ..report.console_text import markup_text
 from .errors import handle_errors
 from .status import quiet_option
 
@@ -68,7 +69,7 @@ def profile(out_dir, force, quiet, as_json, **options):
                               indent=2, default=str))
         return
     render_result(result, Console())
-    err_console.print(f"run directory: [bold]{result.run_dir}[/bold]")  # a result, kept under -q
+    err_console.print(f"run directory: [bold]{markup_text(result.run_dir)}[/bold]")  # a result, kept under -q
 
 
 def refuse_existing(out_dir: str | None, force: bool) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from ..trace.text import json_for_terminal, safe_text
 from .errors import handle_errors
 from .status import quiet_option, status_line
 
@@ -48,7 +49,7 @@ def report(target, output, floor_us, step_pattern, tokens, quiet):
 
     run = _load(target, floor_us, step_pattern, tokens)
     _write(output, render_html(run.analysis, manifest=run.manifest, title=str(target)))
-    status_line(f"wrote {output}", quiet)
+    status_line(f"wrote {safe_text(output)}", quiet)
 
 
 @click.command("annotate")
@@ -68,7 +69,7 @@ def annotate(trace, output, max_flows, floor_us, step_pattern, tokens, quiet):
     require_kineto(find_trace(trace)[0])  # fail before a full analysis
     run = _load(trace, floor_us, step_pattern, tokens)
     stats = write_annotated(run.trace_path, run.analysis, output, max_flows=max_flows)
-    status_line(f"wrote {output}: {stats.summary_line()}", quiet)
+    status_line(f"wrote {safe_text(output)}: {safe_text(stats.summary_line())}", quiet)
 
 
 @click.command("diff")
@@ -88,7 +89,7 @@ def diff(base, new, as_json, top, floor_us, step_pattern, tokens):
     b = _load(new, floor_us, step_pattern, tokens)
     result = diff_analyses(a.analysis, b.analysis, base_label=base, new_label=new, top=top)
     if as_json:
-        click.echo(json.dumps(result, indent=1, default=_json_default))
+        click.echo(json_for_terminal(json.dumps(result, indent=1, default=_json_default)))
     else:
         click.echo(render_diff_text(result), nl=False)
 
@@ -115,7 +116,7 @@ def check(target, budget_path, baseline, junit, markdown, as_json, allow_unmeasu
     """Check overhead budgets; exit 0 when all hold, 1 when any is exceeded, 2 for a bad budget."""
     from ..report.budget import load_budget
     from ..report.check import evaluate_budget
-    from ..report.check_render import headline, render_check_text, render_junit, render_markdown
+    from ..report.check_render import headline, render_check_text, render_junit, render_markdown, warning_lines
 
     started = time.perf_counter()
     budget = load_budget(budget_path)  # before the analysis: a bad budget fails fast
@@ -127,7 +128,9 @@ def check(target, budget_path, baseline, junit, markdown, as_json, allow_unmeasu
     if markdown:
         _write(markdown, render_markdown(result))
     if as_json:
-        click.echo(json.dumps(result.as_dict(), indent=1))
+        click.echo(json_for_terminal(json.dumps(result.as_dict(), indent=1)))
+        for line in warning_lines(result):  # the table prints them itself
+            click.echo(line, err=True)
     else:
         click.echo(render_check_text(result), nl=False)
     status_line(headline(result), quiet)

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import click
 
+from ..report.console_text import markup_text
+
 QUIET_HELP = "No progress or status lines on stderr (errors still print)."
 
 
@@ -40,7 +42,7 @@ def describe(target: str) -> str:
     path = Path(target)
     try:
         if path.is_file():
-            return f"{path.name} ({path.stat().st_size / 1e6:,.1f} MB)"
+            return f"{markup_text(path.name)} ({path.stat().st_size / 1e6:,.1f} MB)"
     except OSError:
         pass
-    return str(target)
+    return markup_text(target)

@@ -38,8 +38,11 @@ def _per_distinct(names: pa.Array | pa.ChunkedArray, fn) -> np.ndarray:
         encoded = encoded.combine_chunks() if encoded.num_chunks else empty
     if len(encoded) == 0:
         return fn(pa.array([], pa.string()))[:0]
-    values = fn(encoded.dictionary)
-    codes = np.asarray(pc.fill_null(encoded.indices, 0).to_numpy(zero_copy_only=False), dtype=np.int64)
+    # a null name (no name in the trace) gets fn's value for null, kept after the distinct names
+    # (filled with code 0 it took the first name's value, or failed when every name was null)
+    dictionary = encoded.dictionary
+    values = fn(pa.concat_arrays([dictionary, pa.nulls(1, dictionary.type)]))
+    codes = np.asarray(pc.fill_null(encoded.indices, len(dictionary)).to_numpy(zero_copy_only=False), dtype=np.int64)
     return values[codes]
 
 

@@ -4,16 +4,20 @@ Parsing a 1 M-event Kineto trace costs seconds; reading its tables back from
 Parquet costs a fraction of that (docs/performance.md, "Scale"). An entry is
 keyed by everything that can change the parse result:
 
-    sha256(absolute path, size, mtime_ns, taxbreak.__version__, READER_FORMAT_VERSION, variant)
+    sha256(absolute path, size, mtime_ns, ctime_ns, content fingerprint, taxbreak.__version__,
+           READER_FORMAT_VERSION, variant)
 
 so an edited, replaced or touched trace, a new taxbreak release or a reader
-change (bump :data:`READER_FORMAT_VERSION`) all miss. ``variant`` carries
+change (bump :data:`READER_FORMAT_VERSION`) all miss. The content fingerprint
+(:func:`content_fingerprint`) catches a trace rewritten in place with its size
+and mtime restored (``touch -r``); docs/reliability.md, "Cache", gives its cost. ``variant`` carries
 parse options that change the tables (``allow_truncated``).
 
 Layout, under ``taxbreak.trace.paths.cache_dir() / "parse"``::
 
     <key>/host_events.parquet ... trace_meta.json   (TraceTables.to_parquet)
-    <key>/entry.json                                 written last: marks the entry complete
+    <key>/.taxbreak-cache                             written first: marks the folder as taxbreak's
+    <key>/entry.json                                 written last: marks the entry complete (lists the files)
 
 Writers build an entry in a private temporary folder and ``rename`` it into
 place, so concurrent writers of one trace never leave a half-written entry
@@ -22,7 +26,10 @@ read is removed, the trace is parsed again and the rebuilt tables carry the
 ``cache.corrupt_entry`` diagnostic. The cache is capped at
 ``$TAXBREAK_CACHE_MAX_BYTES`` (default 5 GiB); the least recently used entries
 go first. :func:`clear_cache` empties it (``taxbreak cache clear``), and
-``$TAXBREAK_NO_CACHE=1`` turns it off for a whole process tree.
+``$TAXBREAK_NO_CACHE=1`` turns it off for a whole process tree. Clearing and
+pruning touch only folders that carry the marker file, and in an entry only the
+files its ``entry.json`` lists: folders, files and ``.tmp-*`` folders of
+anything else under the cache directory are left alone.
 """
 from __future__ import annotations
 
@@ -57,6 +64,9 @@ READER_FORMAT_VERSION = 5  # 2: profiler span as event.profiler_span; 3: text co
 DEFAULT_MAX_BYTES = 5 * 1024**3
 ENTRY_FILE = "entry.json"
 _TMP_PREFIX = ".tmp-"
+MARKER_FILE = ".taxbreak-cache"
+MARKER_TEXT = "taxbreak cache entry 1\n"  # the marker file's whole content
+FINGERPRINT_BLOCK = 1024 * 1024  # bytes hashed at the start, middle and end of a trace
 
 
 @dataclass(frozen=True)
@@ -89,11 +99,49 @@ def cache_key(path: str | Path, variant: str = "") -> str:
     Raises:
         OSError: when ``path`` cannot be stat'ed (the caller's parse reports it properly).
     """
+    ident = [file_identity(path), __version__, READER_FORMAT_VERSION, variant, code_fingerprint("readers", "trace")]
+    return hashlib.sha256(json.dumps(ident).encode()).hexdigest()[:32]
+
+
+def file_identity(path: str | Path) -> list:
+    """``[absolute path, size, mtime_ns, ctime_ns, content fingerprint]`` of a file (both caches' keys).
+
+    ``touch -r`` restores an mtime, never a ctime: any rewrite in place on this
+    machine changes the key even where the sampled fingerprint cannot see the
+    edit; the fingerprint covers what the ctime cannot (a rewrite within one
+    clock tick, a file copied in with its times kept).
+
+    Raises:
+        OSError: when ``path`` cannot be stat'ed or read.
+    """
     resolved = Path(path).resolve()
     st = resolved.stat()
-    ident = [str(resolved), st.st_size, st.st_mtime_ns, __version__, READER_FORMAT_VERSION, variant,
-             code_fingerprint("readers", "trace")]
-    return hashlib.sha256(json.dumps(ident).encode()).hexdigest()[:32]
+    return [str(resolved), st.st_size, st.st_mtime_ns, st.st_ctime_ns, content_fingerprint(resolved, st)]
+
+
+def content_fingerprint(path: Path, st: os.stat_result | None = None) -> str:
+    """BLAKE2b of the size and of the first, middle and last 1 MiB of ``path``.
+
+    Three reads of 1 MiB, whatever the trace's size (a whole file up to 3 MiB).
+    A rewrite of a gzip trace changes its last 8 bytes (CRC-32 and length of
+    the content) and a rewrite of an SQLite export its header's change counter,
+    so a sampled hash sees any rewrite of those; docs/reliability.md compares it
+    with hashing every byte. Not memoized: file times tick coarsely (a rewrite
+    within one tick keeps even the ctime), and the three reads cost ~3 ms.
+    """
+    st = st or path.stat()
+    return _sampled_hash(path, st.st_size)
+
+
+def _sampled_hash(path: Path, size: int) -> str:
+    digest = hashlib.blake2b(str(size).encode(), digest_size=16)
+    block = FINGERPRINT_BLOCK
+    offsets = [0] if size <= 3 * block else [0, size // 2 - block // 2, size - block]
+    with path.open("rb") as fh:
+        for offset in offsets:
+            fh.seek(offset)
+            digest.update(fh.read(size if size <= 3 * block else block))
+    return digest.hexdigest()
 
 
 def code_fingerprint(*packages: str) -> list:
@@ -140,7 +188,7 @@ def cached_load(
     entry = parse_cache_dir() / key
     wait_for_writes(key)  # this process may still be writing the entry
     corrupt = False
-    if (entry / ENTRY_FILE).is_file():
+    if is_entry(entry):
         tables = _read_entry(entry)
         if tables is not None:
             return tables
@@ -159,7 +207,7 @@ def _read_entry(entry: Path) -> TraceTables | None:
         tables = TraceTables.from_parquet(entry)
     except Exception as err:  # noqa: BLE001 - any unreadable entry is rebuilt, never fatal
         log.debug("parse cache entry %s unreadable (%s: %s); rebuilding", entry, type(err).__name__, err)
-        shutil.rmtree(entry, ignore_errors=True)
+        remove_entry(entry)
         return None
     _touch(entry / ENTRY_FILE)
     log.debug("parse cache hit %s in %.3f s", entry.name, time.perf_counter() - start)
@@ -217,16 +265,63 @@ def store_entry(entry: Path, write: Callable[[Path], object], record: dict) -> b
         return False
     tmp = entry.parent / f"{_TMP_PREFIX}{entry.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     try:
+        tmp.mkdir(parents=True)
+        (tmp / MARKER_FILE).write_text(MARKER_TEXT)  # first: even a half-written folder is known as ours
         write(tmp)
-        record = dict(record, written_at=time.time(), version=__version__)
+        files = sorted(f.name for f in tmp.iterdir() if f.name not in (MARKER_FILE, ENTRY_FILE))
+        record = dict(record, written_at=time.time(), version=__version__, files=files)
         (tmp / ENTRY_FILE).write_text(json.dumps(record))
         os.rename(tmp, entry)  # atomic on POSIX; fails if another writer got there first
     except (OSError, ValueError, TypeError) as err:  # disk full, permissions, an unserializable value
         log.debug("cache entry %s not stored (%s)", entry.name, err)
-        shutil.rmtree(tmp, ignore_errors=True)
+        if has_marker(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
         return False
     prune_cache(cap)
     return True
+
+
+def has_marker(folder: Path) -> bool:
+    """Whether ``folder`` carries taxbreak's marker file (so taxbreak wrote it)."""
+    try:
+        return (folder / MARKER_FILE).read_text() == MARKER_TEXT
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def is_entry(entry: Path) -> bool:
+    """A complete entry written by taxbreak: the marker file and ``entry.json``."""
+    return (entry / ENTRY_FILE).is_file() and has_marker(entry)
+
+
+def remove_entry(entry: Path) -> bool:
+    """Remove the files taxbreak wrote into ``entry`` (those its ``entry.json`` lists,
+    the record and the marker), then the folder if nothing else is left in it.
+
+    Returns:
+        True when the folder is gone.
+    """
+    if not has_marker(entry):
+        return False
+    for name in _listed_files(entry) + [ENTRY_FILE, MARKER_FILE]:
+        try:
+            (entry / name).unlink()
+        except OSError:  # already gone (a concurrent clear), or not a file
+            pass
+    try:
+        entry.rmdir()
+    except OSError:  # a file taxbreak did not write is in it: the folder stays
+        return False
+    return True
+
+
+def _listed_files(entry: Path) -> list[str]:
+    """Plain file names listed in ``entry.json`` (no separators: nothing outside the entry)."""
+    try:
+        files = json.loads((entry / ENTRY_FILE).read_text()).get("files", [])
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [f for f in files if isinstance(f, str) and f and "/" not in f and f not in (".", "..")]
 
 
 def _touch(marker: Path) -> None:
@@ -259,7 +354,7 @@ def _entries_in(root: Path) -> list[tuple[float, int, Path]]:
     found = []
     for entry in root.iterdir():
         marker = entry / ENTRY_FILE
-        if entry.name.startswith(_TMP_PREFIX) or not marker.is_file():
+        if entry.name.startswith(_TMP_PREFIX) or entry.is_symlink() or not is_entry(entry):
             continue
         try:
             size = sum(f.stat().st_size for f in entry.iterdir() if f.is_file())
@@ -287,7 +382,7 @@ def prune_cache(max_bytes: int) -> int:
     for _, size, entry in entries:
         if total <= max_bytes:
             break
-        shutil.rmtree(entry, ignore_errors=True)
+        remove_entry(entry)
         total -= size
         removed += 1
     return removed
@@ -298,13 +393,14 @@ def clear_cache(stale_tmp_age_s: float = 3600.0) -> CacheStats:
 
     Complete entries are removed; temporary folders of writers are removed only
     when older than ``stale_tmp_age_s`` so a concurrent writer is not disturbed.
+    Only folders carrying taxbreak's marker are touched (:func:`remove_entry`).
 
     Returns:
         What was removed (entries and bytes).
     """
     before = cache_stats()
     for _, _, entry in _entries():
-        shutil.rmtree(entry, ignore_errors=True)
+        remove_entry(entry)
     now = time.time()
     for root in cache_roots():
         if not root.is_dir():
@@ -314,6 +410,6 @@ def clear_cache(stale_tmp_age_s: float = 3600.0) -> CacheStats:
                 is_stale = now - tmp.stat().st_mtime > stale_tmp_age_s
             except OSError:  # its writer renamed or removed it meanwhile
                 continue
-            if is_stale:
+            if is_stale and not tmp.is_symlink() and has_marker(tmp):  # a foreign .tmp-* stays
                 shutil.rmtree(tmp, ignore_errors=True)
     return before

@@ -26,6 +26,7 @@ from taxbreak.trace.diagnostics import Diagnostics
 from taxbreak.trace.errors import ToolMissingError, TraceFormatError, TraceNotFoundError
 from taxbreak.trace.tables import TraceMeta, TraceTables
 
+from . import nsys_schema as ns
 from .nsys_api import read_api_calls
 from .nsys_db import NsysDb, open_export
 from .nsys_device import device_ids, read_device_activities
@@ -117,6 +118,8 @@ def _read_tables(db: NsysDb) -> TraceTables:
     meta = read_meta(db, device_ids(device), diags)
     _fold_nvtx_names(meta, nvtx)
     diags.add("nsys.invalid_utf8", db.text.invalid, db.text.example)
+    diags.add("nsys.untrusted_schema", db.ignored_schema, "views and generated columns are never read")
+    diags.add("nsys.wrong_storage", db.wrong_storage, f"{ns.STRINGS}.value held a number or a blob; read as text")
     tables = TraceTables(api_calls=_by_start(api_calls), device_activities=_by_start(device),
                          host_events=_by_start(nvtx.host_events), ranges=_by_start(nvtx.ranges),
                          meta=meta, diagnostics=diags)

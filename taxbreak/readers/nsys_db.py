@@ -8,6 +8,7 @@ a typed error here, so the table readers never see ``sqlite3`` exceptions.
 from __future__ import annotations
 
 import io
+import os
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -26,8 +27,18 @@ from . import nsys_schema as ns
 SQLITE_MAGIC = b"SQLite format 3\x00"
 SQLITE_HEADER_BYTES = 100
 FETCH_ROWS = 100_000  # rows converted to numpy per step (bounds the Python tuples alive at once)
-FAST_CHUNK_ROWS = 200_000  # rows of integers formatted as one CSV text by SQLite (~15 MB of text)
+FAST_CHUNK_ROWS = 100_000  # rows of integers formatted as one CSV text by SQLite (~8 MB, below MAX_STRING_BYTES)
 EXPORT_HINT = "export the report with `nsys export --type sqlite --output trace.sqlite report.nsys-rep`"
+
+# Bounds on hostile exports (docs/reliability.md, "Nsight SQLite"). A real export
+# costs under 1 SQLite VM instruction per file byte to read; the work bound is
+# 100 per byte (at least 100 M), so only a runaway schema reaches it.
+ENV_MAX_STEPS = "TAXBREAK_NSYS_MAX_STEPS"
+ENV_MAX_STRING = "TAXBREAK_NSYS_MAX_STRING_BYTES"
+STEPS_PER_BYTE = 100
+MIN_STEPS = 100_000_000
+PROGRESS_EVERY = 1_000  # VM instructions between two progress-handler calls
+MAX_STRING_BYTES = 16 * 1024 * 1024  # one string or blob value (kernel names are < 10 kB)
 
 
 @dataclass
@@ -49,17 +60,39 @@ class NsysDb:
     next_row_id: int = 0
     tally: Tally = field(default_factory=Tally)
     text: "LenientText" = field(default_factory=lambda: LenientText())
+    max_steps: int = MIN_STEPS  # VM-instruction budget of all queries together
+    steps: int = 0  # VM instructions run so far (counted by the progress handler)
+    ignored_schema: int = 0  # views and generated columns passed over
+    wrong_storage: int = 0  # StringIds values stored as a number or a blob
     _columns: dict[str, list[str]] = field(default_factory=dict)
     _strings: "StringIds | None" = None
 
     def has(self, table: str) -> bool:
         return table in self.tables
 
+    def guard(self, conn: sqlite3.Connection) -> None:
+        """This export's bounds on a second connection (the bulk reads): the same length cap and
+        untrusted schema, and its VM instructions charged to the same budget."""
+        conn.execute("PRAGMA trusted_schema=OFF")
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, min(_env_int(ENV_MAX_STRING, MAX_STRING_BYTES), 2**31 - 1))
+
+        def count_steps() -> int:
+            self.steps += PROGRESS_EVERY
+            return int(self.steps > self.max_steps)
+
+        conn.set_progress_handler(count_steps, PROGRESS_EVERY)
+
     def columns(self, table: str) -> list[str]:
-        """Column names of ``table`` (empty when the table is absent)."""
+        """Stored column names of ``table`` (empty when the table is absent).
+
+        Generated columns (``table_xinfo`` hidden 2 or 3) are computed by an
+        expression in the schema, which an export never holds: they are passed
+        over and counted, like views.
+        """
         if table not in self._columns:
-            rows = self.query(f'PRAGMA table_info("{table}")', table) if self.has(table) else []
-            self._columns[table] = [r[1] for r in rows]
+            rows = self.query(f'PRAGMA table_xinfo("{table}")', table) if self.has(table) else []
+            self._columns[table] = [r[1] for r in rows if r[6] == 0]
+            self.ignored_schema += sum(1 for r in rows if r[6] in (2, 3))
         return self._columns[table]
 
     def query(self, sql: str, where: str) -> list[tuple]:
@@ -90,7 +123,7 @@ class NsysDb:
         texts = tuple(s for s in specs if s.text)
         if not numbers:
             return None
-        out = self._guarded(lambda: fetch_int_columns(self.path, table, numbers, present), table)
+        out = self._guarded(lambda: fetch_int_columns(self.path, table, numbers, present, guard=self.guard), table)
         if out is None or not texts:
             return out
         sql = f'SELECT {", ".join(_expr(spec, present) for spec in texts)} FROM "{table}"'
@@ -115,9 +148,9 @@ class NsysDb:
             return action()
         except (sqlite3.OperationalError, UnicodeDecodeError) as exc:
             if "decode" not in str(exc) or self.conn.text_factory is self.text:
-                raise _corrupt(self.path, where, exc) from exc
+                raise _limit_error(self, where, exc) or _corrupt(self.path, where, exc) from exc
         except sqlite3.Error as exc:
-            raise _corrupt(self.path, where, exc) from exc
+            raise _limit_error(self, where, exc) or _corrupt(self.path, where, exc) from exc
         self.conn.text_factory = self.text
         return self._guarded(action, where)
 
@@ -130,7 +163,9 @@ class NsysDb:
     @property
     def strings(self) -> "StringIds":
         if self._strings is None:
-            cols = self.fetch(ns.STRINGS, (ns.Col("id", ("id",)), ns.Col("value", ("value",), text=True, sql='"{c}"')))
+            cols = self.fetch(ns.STRINGS, (ns.Col("id", ("id",)), ns.Col("value", ("value",), text=True),
+                                           ns.Col("stored_as_text", ("value",), default=1, sql=ns.IS_TEXT)))
+            self.wrong_storage += int((cols["stored_as_text"] == 0).sum())
             self._strings = StringIds.build(cols["id"], cols["value"])
         return self._strings
 
@@ -138,7 +173,7 @@ class NsysDb:
         """``defaults`` (name -> id) updated from an ``ENUM_*(id, name)`` table when present."""
         ids = dict(defaults)
         if {"id", "name"} <= set(self.columns(table)):
-            for type_id, name in self.query(f'SELECT CAST(id AS INTEGER), name FROM "{table}"', table):
+            for type_id, name in self.query(f'SELECT CAST(id AS INTEGER), CAST(name AS TEXT) FROM "{table}"', table):
                 if name in ids and type_id is not None:
                     ids[name] = type_id
         return ids
@@ -148,7 +183,7 @@ class NsysDb:
         if not {"name", "value"} <= set(self.columns(table)):
             return {}
         out: dict[str, str] = {}
-        for name, value in self.query(f'SELECT name, value FROM "{table}"', table):
+        for name, value in self.query(f'SELECT CAST(name AS TEXT), CAST(value AS TEXT) FROM "{table}"', table):
             out.setdefault(str(name), "" if value is None else str(value))
         return out
 
@@ -209,12 +244,16 @@ def open_export(path: Path) -> NsysDb:
     conn = None
     try:
         conn = sqlite3.connect(uri, uri=True)
-        names = conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')").fetchall()
+        db = _guard_connection(path, conn)
+        rows = conn.execute("SELECT type, CAST(name AS TEXT) FROM sqlite_master WHERE type IN ('table', 'view')").fetchall()
     except (sqlite3.Error, UnicodeDecodeError) as exc:
         if conn is not None:
             conn.close()
         raise _corrupt(path, "sqlite_master", exc) from exc
-    db = NsysDb(path=path, conn=conn, tables=frozenset(n for (n,) in names))
+    # Tables only: a view runs a query of the file's choosing (an endless
+    # recursive CTE, a blob generator) under a name the reader trusts.
+    db.tables = frozenset(name for kind, name in rows if kind == "table" and name)
+    db.ignored_schema = sum(1 for kind, _ in rows if kind == "view")
     if not is_nsys_export(db.tables):
         conn.close()
         raise UnsupportedFormatError(
@@ -222,6 +261,45 @@ def open_export(path: Path) -> NsysDb:
             path=str(path), location=f"{len(db.tables)} tables", hint=EXPORT_HINT,
         )
     return db
+
+
+def _guard_connection(path: Path, conn: sqlite3.Connection) -> NsysDb:
+    """The export's connection with its bounds set: schema functions untrusted,
+    a string/blob length cap and a VM-instruction budget for all queries."""
+    conn.execute("PRAGMA trusted_schema=OFF")
+    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, min(_env_int(ENV_MAX_STRING, MAX_STRING_BYTES), 2**31 - 1))
+    db = NsysDb(path=path, conn=conn, tables=frozenset())
+    db.max_steps = _env_int(ENV_MAX_STEPS, max(MIN_STEPS, STEPS_PER_BYTE * path.stat().st_size))
+
+    def count_steps() -> int:
+        db.steps += PROGRESS_EVERY
+        return int(db.steps > db.max_steps)  # non-zero aborts the running statement
+
+    conn.set_progress_handler(count_steps, PROGRESS_EVERY)
+    return db
+
+
+def _env_int(name: str, default: int) -> int:
+    """A positive integer from the environment, else ``default``."""
+    raw = os.environ.get(name, "").replace("_", "")
+    return int(raw) if raw.isdigit() and int(raw) > 0 else default
+
+
+def _limit_error(db: NsysDb, where: str, exc: Exception) -> TraceFormatError | None:
+    """The bound that stopped a query as a typed error; None for other failures."""
+    if db.steps > db.max_steps:
+        return TraceFormatError(
+            "nsys.query_limit", f"reading the export took more than {db.max_steps:,} SQLite VM steps",
+            path=str(db.path), location=f"table {where}",
+            hint=f"a real export needs far fewer; if this one is genuine, set {ENV_MAX_STEPS} higher",
+        )
+    if isinstance(exc, sqlite3.DataError) or "too big" in str(exc):
+        return TraceFormatError(
+            "nsys.string_limit", "a string or blob value is longer than the bound",
+            path=str(db.path), location=f"table {where}",
+            hint=f"names in real exports are short; to read it anyway set {ENV_MAX_STRING} higher (bytes)",
+        )
+    return None
 
 
 def is_nsys_export(tables: frozenset[str] | set[str]) -> bool:
@@ -313,7 +391,7 @@ def _corrupt(path: Path, where: str, exc: Exception | str) -> TraceFormatError:
 
 
 def fetch_int_columns(path: Path, table: str, specs: tuple[ns.Col, ...], present: set[str],
-                      chunk_rows: int = FAST_CHUNK_ROWS) -> dict[str, np.ndarray] | None:
+                      chunk_rows: int = FAST_CHUNK_ROWS, guard=None) -> dict[str, np.ndarray] | None:
     """All-integer columns of ``table`` without a Python object per value, or None to use ``fetch``.
 
     Python's ``sqlite3`` makes a tuple of ints per row (~4 s per 500 k kernel rows); here
@@ -328,13 +406,13 @@ def fetch_int_columns(path: Path, table: str, specs: tuple[ns.Col, ...], present
     sql = (f"SELECT group_concat(printf('{fmt}', {exprs}), char(10)) FROM "
            f'"{table}" WHERE rowid BETWEEN ? AND ?')
     try:
-        with _connect(path) as conn:
+        with _connect(path, guard) as conn:
             low, high = conn.execute(f'SELECT min(rowid), max(rowid) FROM "{table}"').fetchone()
         if low is None:
             return None
         ranges = [(start, min(start + chunk_rows - 1, high)) for start in range(low, high + 1, chunk_rows)]
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="taxbreak-nsys") as pool:
-            texts = list(pool.map(lambda r: _range_text(path, sql, r), _halves(ranges)))
+            texts = list(pool.map(lambda r: _range_text(path, sql, r, guard), _halves(ranges)))
         parts = [_parse_csv(text, specs) for half in texts for text in half if text]
     except (sqlite3.Error, pa.ArrowInvalid, ValueError, TypeError):
         return None
@@ -348,13 +426,17 @@ def _halves(ranges: list[tuple[int, int]]) -> list[list[tuple[int, int]]]:
     return [half for half in (ranges[:mid], ranges[mid:]) if half]
 
 
-def _connect(path: Path) -> sqlite3.Connection:
+def _connect(path: Path, guard=None) -> sqlite3.Connection:
+    """A second read-only connection; ``guard`` puts the export's bounds on it (``NsysDb.guard``)."""
     uri = f"file:{pathname2url(str(path.resolve()))}?mode=ro&immutable=1"
-    return sqlite3.connect(uri, uri=True, check_same_thread=False)
+    conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
+    if guard is not None:
+        guard(conn)
+    return conn
 
 
-def _range_text(path: Path, sql: str, ranges: list[tuple[int, int]]) -> list[str | None]:
-    conn = _connect(path)
+def _range_text(path: Path, sql: str, ranges: list[tuple[int, int]], guard=None) -> list[str | None]:
+    conn = _connect(path, guard)
     try:
         return [conn.execute(sql, r).fetchone()[0] for r in ranges]
     finally:
@@ -375,7 +457,7 @@ def _expr(spec: ns.Col, present: set[str]) -> str:
     source = next((c for c in spec.sources if c in present), None)
     if source is None:
         return "NULL" if spec.text else str(int(spec.default))
-    return spec.sql.format(c=source, default=int(spec.default))
+    return spec.template.format(c=source, default=int(spec.default))
 
 
 def _to_columns(rows: list[tuple], specs: tuple[ns.Col, ...]) -> dict[str, np.ndarray]:

@@ -119,8 +119,10 @@ def _memcpy_name(copy_kind: int, src: int, dst: int, mem_kinds: dict[int, str]) 
 def _mem_kind_labels(db: NsysDb) -> dict[int, str]:
     labels = dict(ns.MEM_KINDS)
     if {"id", "label"} <= set(db.columns(ns.ENUM_MEM_KIND)):
-        for kind_id, label in db.query(f'SELECT id, label FROM "{ns.ENUM_MEM_KIND}"', ns.ENUM_MEM_KIND):
-            labels[int(kind_id)] = str(label)
+        sql = f'SELECT CAST(id AS INTEGER), CAST(label AS TEXT) FROM "{ns.ENUM_MEM_KIND}" WHERE id IS NOT NULL'
+        for kind_id, label in db.query(sql, ns.ENUM_MEM_KIND):  # any storage class: CAST, never int()
+            if label is not None:
+                labels[kind_id] = label
     return labels
 
 

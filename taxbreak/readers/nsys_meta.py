@@ -69,7 +69,7 @@ def _devices(db: NsysDb, device_ids: list[int], diags: Diagnostics) -> list[dict
     """TARGET_INFO_GPU rows; without it, the device ids seen in the activity tables."""
     present = [c for c in GPU_COLUMNS if c in db.columns(ns.TARGET_GPU)]
     if "id" in present:
-        exprs = ['CAST(id AS INTEGER)' if c == "id" else f'"{c}"' for c in present]
+        exprs = [_gpu_expr(c) for c in present]
         sql = f'SELECT {", ".join(exprs)} FROM "{ns.TARGET_GPU}"'
         devices = [{GPU_COLUMNS[c]: v for c, v in zip(present, row) if v is not None}
                    for row in db.query(sql, ns.TARGET_GPU)]
@@ -80,10 +80,24 @@ def _devices(db: NsysDb, device_ids: list[int], diags: Diagnostics) -> list[dict
     return [{"id": d, "source": "activity tables"} for d in device_ids]
 
 
+GPU_TEXT_COLUMNS = {"name", "chipName", "busLocation", "uuid"}
+
+
+def _gpu_expr(column: str) -> str:
+    """SQL for one TARGET_INFO_GPU column: names as text, numbers as numbers,
+    any other storage class (a blob where a number belongs) as NULL."""
+    if column == "id":
+        return "CAST(id AS INTEGER)"
+    if column in GPU_TEXT_COLUMNS:
+        return f'CAST("{column}" AS TEXT)'
+    return f'CASE WHEN typeof("{column}") IN (\'integer\', \'real\') THEN "{column}" END'
+
+
 def _process_names(db: NsysDb) -> dict[str, str]:
     if not {"pid", "name"} <= set(db.columns(ns.PROCESSES)):
         return {}
-    rows = db.query(f'SELECT pid, name FROM "{ns.PROCESSES}" WHERE pid IS NOT NULL', ns.PROCESSES)
+    rows = db.query(f'SELECT CAST(pid AS INTEGER), CAST(name AS TEXT) FROM "{ns.PROCESSES}" '
+                    "WHERE pid IS NOT NULL", ns.PROCESSES)
     return {str(pid): str(name) for pid, name in rows if name is not None}
 
 

@@ -118,6 +118,13 @@ def api_domain_from_name(api_name: str) -> str:
     return "cuda_driver"
 
 
+# Text columns are read through CAST AS TEXT, so a number or blob stored where
+# a name belongs arrives as text (invalid UTF-8 then counted by LenientText).
+TEXT_SQL = 'CAST("{c}" AS TEXT)'
+INT_SQL = 'CAST(COALESCE("{c}", {default}) AS INTEGER)'
+IS_TEXT = "(typeof(\"{c}\") IN ('text', 'null'))"
+
+
 @dataclass(frozen=True)
 class Col:
     """One output column of a table read: the first present source column wins.
@@ -130,7 +137,11 @@ class Col:
     sources: tuple[str, ...]
     default: int = -1
     text: bool = False
-    sql: str = 'CAST(COALESCE("{c}", {default}) AS INTEGER)'
+    sql: str = ""  # empty: INT_SQL, or TEXT_SQL for a text column
+
+    @property
+    def template(self) -> str:
+        return self.sql or (TEXT_SQL if self.text else INT_SQL)
 
 
 def cols(*specs: tuple) -> tuple[Col, ...]:
@@ -177,5 +188,5 @@ NVTX_COLS = (
     Col("has_end", ("end",), default=0, sql='("{c}" IS NOT NULL)'),
     *cols(("event_type", "eventType"), ("global_tid", "globalTid"), ("text_id", "textId"),
           ("domain_id", "domainId"), ("category", "category")),
-    Col("text", ("text",), text=True, sql='"{c}"'),
+    Col("text", ("text",), text=True),
 )

@@ -18,10 +18,15 @@ Format::
 A limit on a metric that is ``None`` (not measured) fails with status
 ``not_measured`` unless ``allow_unmeasured = true`` (or ``--allow-unmeasured``),
 which turns it into ``skipped``. Parsing raises :class:`BudgetError`
-(``budget.malformed`` / ``budget.unknown_metric``) naming the line and key.
+(``budget.malformed`` / ``budget.unknown_metric``) naming the line and key;
+limits must be finite (``nan`` or ``inf`` would make every comparison hold or
+none), and a file nested past Python's recursion limit or larger than
+``MAX_BUDGET_BYTES`` is ``budget.malformed`` too. A budget without any limit
+parses; the check then says that it checks nothing (docs/ci.md).
 """
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -34,6 +39,7 @@ SCOPES = ("all",) + PHASES
 TEXT_METRICS = ("floor_source",)
 _COMPARISON = re.compile(r"^\s*(<=|>=|==|!=|<|>)\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$")
 _TOML_LINE = re.compile(r"line (\d+), column (\d+)")
+MAX_BUDGET_BYTES = 1024 * 1024  # a budget is a few dozen lines; bounds the parse of a hostile file
 
 
 @dataclass(frozen=True)
@@ -68,6 +74,11 @@ class Budget:
     allow_unmeasured: bool = False
     path: str | None = None
 
+    @property
+    def empty(self) -> bool:
+        """No limit at all: checking it checks nothing."""
+        return not self.limits and not self.regression
+
 
 def load_budget(path: str | Path) -> Budget:
     """Read and validate a budget file.
@@ -86,8 +97,15 @@ def load_budget(path: str | Path) -> Budget:
 
 def parse_budget(text: str, path: str | None = None) -> Budget:
     """Parse budget TOML text (see module docstring) into a :class:`Budget`."""
+    if len(text) > MAX_BUDGET_BYTES:
+        raise BudgetError("budget.malformed", f"the budget is {len(text):,} characters, over the "
+                          f"{MAX_BUDGET_BYTES:,} a budget may have", path=path,
+                          hint="a budget holds a few limits; check that this is the right file")
     try:
         data = tomllib.loads(text)
+    except RecursionError as err:  # arrays or inline tables nested thousands deep
+        raise BudgetError("budget.malformed", "the TOML is nested too deeply to be a budget", path=path,
+                          hint='limits are flat strings such as hdbi = ">= 0.2"') from err
     except tomllib.TOMLDecodeError as err:
         found = _TOML_LINE.search(str(err))
         where = f"line {found.group(1)}, column {found.group(2)}" if found else None
@@ -144,7 +162,10 @@ class _Context:
         if not found:
             self.fail(scope, key, f"limit {value!r} is not a comparison",
                       hint='use one of >=, <=, >, <, ==, != and a number, e.g. ">= 0.2"')
-        return Limit(scope, key, found.group(1), float(found.group(2)), key_line(self.text, scope, key))
+        threshold = float(found.group(2))
+        if not math.isfinite(threshold):  # "<= 1e999" parses as inf
+            self.fail(scope, key, f"limit {value!r} is not a finite number", hint="give a finite threshold")
+        return Limit(scope, key, found.group(1), threshold, key_line(self.text, scope, key))
 
     def metric(self, table: str, key: str) -> None:
         if key not in METRIC_KEYS:
@@ -171,8 +192,8 @@ class _Context:
             self.metric(table, key)
             if key not in WORSE_DIRECTION:
                 self.fail(table, key, f"{key} has no worse direction; it cannot take a regression limit")
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-            self.fail(table, key, f"regression limit {value!r} must be a non-negative number of percent",
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            self.fail(table, key, f"regression limit {value!r} must be a finite, non-negative number of percent",
                       hint=f"e.g. {key} = 5")
         return RegressionLimit(scope, key, float(value), key_line(self.text, table, key))
 

@@ -7,6 +7,10 @@ Each limit becomes one :class:`Outcome` with a status:
   counts as a failure unless unmeasured values are allowed;
 * ``skipped`` — not evaluated: an allowed unmeasured value, a regression limit
   without a baseline, or a ``max_pct`` default on a metric unmeasured in both runs.
+
+``warnings`` says what a status cannot: that a budget checked nothing (no
+limits, or every one skipped), and that the baseline is a run of another model
+or GPU (it is compared all the same).
 """
 from __future__ import annotations
 
@@ -45,6 +49,12 @@ class CheckResult:
     outcomes: list[Outcome] = field(default_factory=list)
     allow_unmeasured: bool = False
     has_baseline: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def checked(self) -> int:
+        """Limits actually evaluated (every status but ``skipped``)."""
+        return sum(o.status != "skipped" for o in self.outcomes)
 
     @property
     def passed(self) -> bool:
@@ -59,6 +69,8 @@ class CheckResult:
             "passed": self.passed,
             "allow_unmeasured": self.allow_unmeasured,
             "has_baseline": self.has_baseline,
+            "checked": self.checked,
+            "warnings": list(self.warnings),
             "counts": {s: self.count(s) for s in ("pass", "fail", "not_measured", "skipped")},
             "outcomes": [_json_safe(asdict(o)) for o in self.outcomes],
         }
@@ -87,7 +99,41 @@ def evaluate_budget(budget: Budget, summary: dict, baseline: dict | None = None,
     result.outcomes.extend(_check_limit(limit, summary, allow) for limit in budget.limits)
     if budget.regression:
         result.outcomes.extend(_check_regressions(budget.regression, summary, baseline, allow))
+    result.warnings = _warnings(budget, result, summary, baseline)
     return result
+
+
+# Run identity compared between a run and its baseline: manifest key or meta key -> label.
+IDENTITY = (("manifest", "model", "model"), ("meta", "gpu", "GPU"), ("meta", "source_format", "trace format"))
+
+
+def _warnings(budget: Budget, result: CheckResult, summary: dict, baseline: dict | None) -> list[str]:
+    out = []
+    if budget.empty:
+        out.append("the budget has no limits: it checks nothing")
+    elif result.checked == 0:
+        out.append("every limit was skipped: the budget checked nothing")
+    if baseline is not None:
+        out.extend(f"the baseline is another {label}: {theirs} vs {ours} (compared anyway)"
+                   for label, ours, theirs in identity_differences(summary, baseline))
+    return out
+
+
+def identity_differences(summary: dict, baseline: dict) -> list[tuple[str, str, str]]:
+    """(label, run value, baseline value) for each identity both runs record and that differs."""
+    out = []
+    for where, key, label in IDENTITY:
+        ours, theirs = _identity(summary, where, key), _identity(baseline, where, key)
+        if ours is not None and theirs is not None and ours != theirs:
+            out.append((label, ours, theirs))
+    return out
+
+
+def _identity(summary: dict, where: str, key: str) -> str | None:
+    meta = summary.get("meta") or {}
+    source = (meta.get("manifest") or {}) if where == "manifest" else meta
+    value = source.get(key) if isinstance(source, dict) else None
+    return str(value) if value not in (None, "") else None
 
 
 def _check_limit(limit: Limit, summary: dict, allow: bool) -> Outcome:

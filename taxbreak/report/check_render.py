@@ -46,7 +46,12 @@ def render_check_text(result: CheckResult) -> str:
     if quiet:
         names = sorted({o.metric for o in quiet})
         lines.append(f"skipped  {len(quiet)} max_pct limits {QUIET_DETAIL}: {', '.join(names)}")
-    return "\n".join(lines + ["", headline(result)]) + "\n"
+    return "\n".join(lines + [""] + warning_lines(result) + [headline(result)]) + "\n"
+
+
+def warning_lines(result: CheckResult) -> list[str]:
+    """``warning: ...`` per warning of the check (empty budget, baseline of another model)."""
+    return [f"warning: {w}" for w in result.warnings]
 
 
 # characters XML 1.0 cannot hold at all, not even escaped (C0 controls but tab/newline/CR,
@@ -97,6 +102,7 @@ def render_markdown(result: CheckResult, title: str = "taxbreak budget") -> str:
     """A Markdown summary for a CI step summary (``$GITHUB_STEP_SUMMARY``)."""
     icon = {"pass": "✅", "fail": "❌", "not_measured": "⚠️ not measured", "skipped": "➖ skipped"}
     lines = [f"### {title}: {'passed' if result.passed else 'FAILED'}", "", headline(result), "",
+             *[f"> {line}" for line in warning_lines(result)], *([""] if result.warnings else []),
              "| status | limit | expected | actual | detail |", "|---|---|---|---|---|"]
     for o in _sorted(result):
         cells = [icon[o.status], f"`{o.scope}.{o.metric}`", o.expected, _actual(o), o.detail]

@@ -7,6 +7,7 @@ import math
 from rich.console import Console
 from rich.table import Table
 
+from .console_text import markup_text
 from .diff import DIFF_METRICS, HOST_METRICS
 from .metrics import COMPONENTS, fmt_value
 from .words import NOT_MEASURED
@@ -45,7 +46,7 @@ def scope_table(scope: str, changes: dict, labels: dict) -> Table:
     present = changes["present"]
     note = "" if present["base"] and present["new"] else \
         f" (only in {'base' if present['base'] else 'new'})"
-    table = Table(title=f"{scope}{note}", title_justify="left")
+    table = Table(title=f"{markup_text(scope)}{note}", title_justify="left")
     for col in ("metric", "base", "new", "Δ", "Δ %"):
         table.add_column(col, justify="left" if col == "metric" else "right")
     for key in DIFF_METRICS + HOST_METRICS:
@@ -79,7 +80,8 @@ def kernels_table(title: str, rows: list[dict], total: int) -> Table:
 
 
 def _short(name: str, limit: int = 90) -> str:
-    return name if len(name) <= limit else name[: limit - 1] + "…"
+    """A name cut to ``limit`` characters, terminal-safe and markup-escaped (names come from traces)."""
+    return markup_text(name if len(name) <= limit else name[: limit - 1] + "…")
 
 
 def diff_tables(diff: dict) -> list[Table]:
@@ -99,7 +101,7 @@ def render_diff_text(diff: dict, width: int = 110) -> str:
     """The diff as plain text (no colour), as printed by ``taxbreak diff``."""
     buf = io.StringIO()
     console = Console(file=buf, width=width, color_system=None, force_terminal=False, legacy_windows=False)
-    console.print(f"base: {diff['labels']['base']}\nnew:  {diff['labels']['new']}")
+    console.print(f"base: {markup_text(diff['labels']['base'])}\nnew:  {markup_text(diff['labels']['new'])}")
     for table in diff_tables(diff):
         console.print(table)
     return buf.getvalue()

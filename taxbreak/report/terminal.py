@@ -4,6 +4,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from .console_text import markup_text as _name
 from .words import NOT_MEASURED
 
 NA = NOT_MEASURED  # never shown as 0
@@ -69,13 +70,13 @@ def render_analysis(analysis, console: Console, top: int = 10) -> None:
 
 def render_header(summary: dict, console: Console) -> None:
     meta, s = summary["meta"], summary["all"]
-    console.print(f"[bold]{meta.get('path') or 'trace'}[/bold]  ({meta.get('source_format') or '?'}, "
-                  f"GPU {meta.get('gpu') or 'unknown'}, {meta['device']})")
+    console.print(f"[bold]{_name(meta.get('path') or 'trace')}[/bold]  ({_name(meta.get('source_format') or '?')}, "
+                  f"GPU {_name(meta.get('gpu') or 'unknown')}, {meta['device']})")
     console.print(f"T_sys floor: {_us_text(s['floor_us'])} (source: {s['floor_source']})  ·  "
                   f"T_dispatch_base: {_us_text(s['t_dispatch_base_us'])}  ·  "
-                  f"steps: {s['steps']} ({meta['step_scheme']})  ·  tokens: {fmt(s['tokens'], '{:,}')}")
+                  f"steps: {s['steps']} ({_name(meta['step_scheme'])})  ·  tokens: {fmt(s['tokens'], '{:,}')}")
     if s.get("hdbi") is None and s.get("hdbi_reason"):
-        console.print(f"HDBI: {NA} ({s['hdbi_reason']})")
+        console.print(f"HDBI: {NA} ({_name(s['hdbi_reason'])})")
     if s.get("kernels", 0) == 0 and s.get("device_active_us") is None:
         console.print(f"[yellow]no CUDA device in trace:[/yellow] device time, ΔCT, ΔKT and HDBI are {NA}, "
                       "not zero. The host partition is measured; on a CPU run the ATen part also "
@@ -196,7 +197,7 @@ def _render_top_ops_orchestration(ops, console: Console, top: int) -> None:
     for col in ("op", "calls", "kernels", "T_orch µs", "ΔFT µs", "ΔCT µs", "device µs"):
         table.add_column(col, justify="left" if col == "op" else "right")
     for row in ops.head(top).to_dict("records"):
-        table.add_row(str(row["op_name"]), f"{row['calls']:,}", f"{row['kernels']:,}",
+        table.add_row(_name(row["op_name"]), f"{row['calls']:,}", f"{row['kernels']:,}",
                       fmt(_num(row["orchestration_us"])), fmt(_num(row["ft_us"])), fmt(_num(row["ct_us"])),
                       fmt(_num(row["device_active_us"])))
     console.print(table)
@@ -211,7 +212,7 @@ def _render_top_ops_host(ops, console: Console, top: int) -> None:
         table.add_column(col, justify="left" if col == "op" else "right")
     for row in rows.to_dict("records"):
         per_call = row["host_us"] / row["root_calls"] if row["root_calls"] else None
-        table.add_row(str(row["op_name"]), f"{row['root_calls']:,}", fmt(_num(row["host_us"])),
+        table.add_row(_name(row["op_name"]), f"{row['root_calls']:,}", fmt(_num(row["host_us"])),
                       fmt(_num(per_call), "{:,.2f}"))
     console.print(table)
 
@@ -234,7 +235,7 @@ def render_diagnostics(summary: dict, console: Console) -> None:
     for col in ("code", "severity", "count", "example"):
         table.add_column(col, justify="right" if col == "count" else "left")
     for code, d in diags.items():
-        table.add_row(code, d["severity"], f"{d['count']:,}", d.get("example", ""))
+        table.add_row(_name(code), d["severity"], f"{d['count']:,}", _name(d.get("example", "")))
     console.print(table)
 
 
@@ -253,4 +254,4 @@ def render_advice(summary: dict, console: Console) -> None:
 
     console.print("[bold]What to do[/bold]")
     for item in advise(summary):
-        console.print(f"  • {item.finding}\n    → {item.action}")
+        console.print(f"  • {_name(item.finding)}\n    → {_name(item.action)}")

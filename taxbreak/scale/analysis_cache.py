@@ -6,7 +6,7 @@ entry here holds the frames of an ``Analysis`` as Arrow IPC files with LZ4
 (kernels, steps, phases, ops, host_partition) plus summary.json and
 trace_meta.json, and is keyed by everything the result depends on:
 
-    the trace (absolute path, size, mtime_ns), a run directory's manifest (size, mtime_ns),
+    the trace (absolute path, size, mtime_ns, content fingerprint), a run directory's manifest (same),
     floor_us, step_pattern, tokens, the floor cache (names, mtimes),
     taxbreak.__version__, ANALYSIS_FORMAT_VERSION and the decompose/readers source files (size, mtime_ns)
 
@@ -21,7 +21,6 @@ import functools
 import hashlib
 import json
 import logging
-import shutil
 from pathlib import Path
 
 import msgspec
@@ -31,8 +30,8 @@ import pyarrow.feather as feather
 from .. import __version__
 from ..decompose import Analysis, analyze
 from ..readers import load_trace
-from ..readers.cache import (ENTRY_FILE, cache_enabled, code_fingerprint, store_in_background, touch_entry,
-                             wait_for_writes)
+from ..readers.cache import (cache_enabled, code_fingerprint, file_identity, is_entry, remove_entry,
+                             store_in_background, touch_entry, wait_for_writes)
 from ..trace.errors import TaxbreakError
 from ..trace.paths import cache_dir
 from ..trace.tables import META_FILE, DeferredTraceTables, read_meta
@@ -50,8 +49,10 @@ def analysis_cache_dir() -> Path:
 
 
 def _stat_ident(path: Path) -> list:
-    st = path.stat()
-    return [str(path.resolve()), st.st_size, st.st_mtime_ns]
+    if path.is_dir():  # a run directory: its files are keyed one by one below
+        st = path.stat()
+        return [str(path.resolve()), st.st_size, st.st_mtime_ns]
+    return file_identity(path)  # with the content fingerprint of the parse cache
 
 
 def _floor_fingerprint() -> list:
@@ -98,7 +99,7 @@ def cached_analyze(path, floor_us: float | None = None, step_pattern: str | None
     entry = analysis_cache_dir() / analysis_key(path, floor_us, step_pattern, tokens)
     wait_for_writes(entry.name)  # this process may still be writing the entry
     corrupt = False
-    if (entry / ENTRY_FILE).is_file():
+    if is_entry(entry):
         found = _read(entry, path, {"floor_us": floor_us, "step_pattern": step_pattern, "tokens": tokens})
         if found is not None:
             return found
@@ -141,7 +142,7 @@ def _read(entry: Path, path, options: dict) -> Analysis | None:
         meta, diagnostics = read_meta(entry)
     except Exception as err:  # noqa: BLE001 - any unreadable entry is recomputed, never fatal
         log.debug("analysis cache entry %s unreadable (%s: %s); recomputing", entry, type(err).__name__, err)
-        shutil.rmtree(entry, ignore_errors=True)
+        remove_entry(entry)
         return None
     touch_entry(entry)
     # the tables (from the parse cache, or parsed again) only when something reads them

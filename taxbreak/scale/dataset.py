@@ -3,7 +3,7 @@
 ``OUT`` (a path or fsspec URL) holds::
 
     OUT/_taxbreak_dataset.json                       {"dataset_format", "taxbreak_version"}
-    OUT/{kernels,steps,phases}/run=/rank=/phase=/part-<id>.parquet   (:mod:`.partition`)
+    OUT/{kernels,steps,phases,idle}/run=/rank=/phase=/part-<id>.parquet   (:mod:`.partition`)
     OUT/manifest/run=<id>/rank=<r>/part-<id>.parquet  one row per input trace, written last
 
 ``<id>`` names one input: a hash of its URL, its content fingerprint and the options that
@@ -28,7 +28,7 @@ from ..trace.errors import TaxbreakError
 from .fsio import parquet_bytes, url_to_fs, write_bytes_atomic
 from .partition import PARTITIONED_TABLES, partition_files, write_files
 
-DATASET_FORMAT = 1  # bump when a table gains, loses or changes a column for the same input
+DATASET_FORMAT = 2  # bump when a table gains, loses or changes a column for the same input (2: idle table)
 VERSION_FILE = "_taxbreak_dataset.json"
 MANIFEST = "manifest"
 MANIFEST_PARTITIONS = pa.schema([("run", pa.string()), ("rank", pa.int64())])

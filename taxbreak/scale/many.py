@@ -123,9 +123,11 @@ def analyze_many(
     results = sorted(fresh + list(resumed.values()), key=lambda r: r.index)
     _settle(results, diagnostics)
     ok = [r for r in results if r.is_ok]
-    runs = {run: combine_summaries([r.summary for r in ok if r.run == run]) for run in sorted({r.run for r in ok})}
+    runs = {run: combine_summaries([r.summary for r in ok if r.run == run], [str(r.rank) for r in ok if r.run == run])
+            for run in sorted({r.run for r in ok})}
     exported = [f for r in ok for f in r.files]
-    return ManyResult(results, combine_summaries([r.summary for r in ok]), diagnostics, n_workers,
+    combined = combine_summaries([r.summary for r in ok], [f"{r.run}/{r.rank}" for r in ok])
+    return ManyResult(results, combined, diagnostics, n_workers,
                       time.perf_counter() - start, exported, runs, engine)
 
 
@@ -159,17 +161,20 @@ def run_folders(urls: list[str]) -> list[str]:
 
 
 def _plan(urls: list[str], options: ManyOptions) -> list[TaskSpec]:
+    from .nsys_identity import group_ranks
+
     folders = run_folders(urls)
     parents = [_parent(u) for u in urls]
     siblings = pd.Series(parents).value_counts().to_dict()
+    hints = group_ranks(urls, folders) if not options.run_id else {}
     specs = []
     for i, url in enumerate(urls):
-        fp, ident = _identity(url, options) if options.dataset_url is not None else ("", "")
-        specs.append(TaskSpec(url, i, folders[i], siblings[parents[i]], ident, fp))
+        fp, ident = _identity(url, options, hints.get(i)) if options.dataset_url is not None else ("", "")
+        specs.append(TaskSpec(url, i, folders[i], siblings[parents[i]], ident, fp, hints.get(i)))
     return specs
 
 
-def _identity(url: str, options: ManyOptions) -> tuple[str, str]:
+def _identity(url: str, options: ManyOptions, hint=None) -> tuple[str, str]:
     """Fingerprint and input id of one input (a run directory: of its trace files)."""
     from .dataset import input_id
     from .fsio import fingerprint, url_to_fs
@@ -183,7 +188,9 @@ def _identity(url: str, options: ManyOptions) -> tuple[str, str]:
             fp = fingerprint(fs, path)
     except (OSError, TaxbreakError):
         fp = "unreadable"  # the task reports the file's own error
-    return fp, input_id(url, fp, options.result_options())
+    # a regrouped export (a rank added to its job's folder) gets a new id: its run or rank changed
+    group = {"group": [hint.run_group, hint.rank, hint.rank_source]} if hint else {}
+    return fp, input_id(url, fp, options.result_options() | group)
 
 
 def _open_output(options: ManyOptions, specs: list[TaskSpec], diagnostics: Diagnostics):
@@ -252,8 +259,9 @@ def _settle(results: list[FileResult], diags: Diagnostics) -> None:
     for r in results:
         if not r.is_ok:
             diags.add("scale.file_skipped", 1, f"{r.path}: error[{r.error['code']}] {r.error['message']}")
-        elif r.rank_source == "file_order":
-            diags.add("scale.rank_from_order", 1, f"{r.path} has no rank metadata; rank {r.rank} from file order")
+        elif r.rank_source in ("file_order", "session_order"):
+            diags.add("scale.rank_from_order", 1, f"{r.path} has no rank metadata; rank {r.rank} from "
+                      f"{r.rank_source.replace('_', ' ')}")
     ok = pd.DataFrame([(r.run, r.rank, r.world_size) for r in results if r.is_ok],
                       columns=["run", "rank", "world_size"])
     dup = ok[ok.duplicated(["run", "rank"])]

@@ -5,6 +5,10 @@ Layout (one dataset per table, ``run``/``rank``/``phase`` as hive keys; one file
     OUT/kernels/run=<id>/rank=<r>/phase=<p>/part-<input id>.parquet
     OUT/steps/run=<id>/rank=<r>/phase=<p>/part-<input id>.parquet
     OUT/phases/run=<id>/rank=<r>/phase=<p>/part-<input id>.parquet
+    OUT/idle/run=<id>/rank=<r>/phase=<p>/part-<input id>.parquet
+
+``idle`` holds ``Analysis.idle`` (one row per device idle gap and its cause); its phase is that
+of the gap's step (``unknown`` outside every step).
 
 DuckDB reads it with ``read_parquet('OUT/kernels/**/*.parquet', hive_partitioning=true)``,
 pyarrow with ``pyarrow.dataset.dataset('OUT/kernels', partitioning='hive')``, Spark and Dask
@@ -24,7 +28,7 @@ import pyarrow.dataset as ds
 
 from .fsio import parquet_bytes, url_to_fs, write_bytes_atomic
 
-PARTITIONED_TABLES = ("kernels", "steps", "phases")
+PARTITIONED_TABLES = ("kernels", "steps", "phases", "idle")
 UNKNOWN_PHASE = "unknown"
 PART_NAME = "part-{part_id}.parquet"
 # Columns that pandas leaves all-None (an unmeasured metric) get Arrow's null
@@ -62,12 +66,29 @@ def split_by_phase(frame: pd.DataFrame) -> dict[str, pa.Table]:
     return {p: body.filter(pc.equal(phases, p)) for p in sorted(pc.unique(phases).to_pylist())}
 
 
+def _frame(analysis, name: str) -> pd.DataFrame:
+    frame = getattr(analysis, name, None)
+    frame = frame if isinstance(frame, pd.DataFrame) else pd.DataFrame()
+    if name == "idle" and "phase" not in frame.columns and "step" in frame.columns:
+        frame = frame.assign(phase=_phase_of_steps(analysis, frame["step"]))
+    return frame
+
+
+def _phase_of_steps(analysis, step: pd.Series) -> pd.Series:
+    """The phase of each step number, from ``analysis.steps`` (None where the step is not there)."""
+    steps = getattr(analysis, "steps", None)
+    if not isinstance(steps, pd.DataFrame) or not {"step", "phase"} <= set(steps.columns):
+        return pd.Series([None] * len(step), index=step.index, dtype="object")
+    phases = pd.Series(steps["phase"].astype("object").to_numpy(), index=steps["step"].to_numpy())
+    phases = phases[~phases.index.duplicated()]
+    return pd.Series(phases.reindex(step.to_numpy()).to_numpy(), index=step.index, dtype="object")
+
+
 def partition_files(analysis, run_id: str, rank: int, part_id: str) -> dict[str, pa.Table]:
     """The dataset files of one analysis: ``{relative path: table}``."""
     files = {}
     for name in PARTITIONED_TABLES:
-        frame = getattr(analysis, name, None)
-        frame = frame if isinstance(frame, pd.DataFrame) else pd.DataFrame()
+        frame = _frame(analysis, name)
         for phase, table in split_by_phase(frame).items():
             files[f"{name}/run={run_id}/rank={rank}/phase={phase}/{PART_NAME.format(part_id=part_id)}"] = table
     return files
@@ -84,7 +105,7 @@ def write_partitions(analysis, out_dir: str, run_id: str, rank: int = 0, part_id
     """Export one ``Analysis`` into the partitioned dataset at ``out_dir`` (a path or fsspec URL).
 
     Args:
-        analysis: an ``Analysis`` (``kernels``, ``steps`` and ``phases`` DataFrames are used).
+        analysis: an ``Analysis`` (its ``kernels``, ``steps``, ``phases`` and ``idle`` DataFrames).
         out_dir: the dataset root.
         run_id: the ``run=`` key (letters, digits, ``._-``).
         rank: the ``rank=`` key.

@@ -3,11 +3,13 @@
 
 Run and rank come from the trace's own metadata, so a task needs nothing from the others:
 
-- rank: ``TraceMeta.rank`` (Kineto ``distributedInfo.rank``), else the trace's position in
-  file order (``rank_source = "file_order"``);
-- run: ``--run-id`` when given; else the run folder (the trace's folder) when the trace is a
-  rank of a distributed job (``distributedInfo.world_size`` > 1) or the only trace there;
-  else the trace is unrelated to its neighbours and is a run of its own, ``<folder>.<name>``.
+- rank: ``TraceMeta.rank`` (Kineto ``distributedInfo.rank``), else the rank an Nsight export's
+  metadata gives it (:mod:`.nsys_identity`: the captured environment, or its place among the
+  exports of one job), else the trace's position in file order (``rank_source = "file_order"``);
+- run: ``--run-id`` when given; else the run of a group of Nsight exports of one job; else the
+  run folder (the trace's folder) when the trace is a rank of a distributed job (world size > 1)
+  or the only trace there; else the trace is unrelated to its neighbours and is a run of its
+  own, ``<folder>.<name>``.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from typing import Callable
 
 from ..trace.errors import TaxbreakError
 from ..trace.paths import slug
+from .nsys_identity import RankHint
 
 TRACE_NAME_SUFFIXES = (".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json", ".sqlite", ".nsys-rep")
 
@@ -50,6 +53,7 @@ class TaskSpec:
     siblings: int  # traces in that folder
     input_id: str = ""
     fingerprint: str = ""
+    hint: RankHint | None = None  # run and rank from a group of Nsight exports (None: no group)
 
 
 @dataclass
@@ -109,14 +113,19 @@ def world_size_of(meta) -> int | None:
 
 def settle_run(result: FileResult, meta, spec: TaskSpec, options: ManyOptions) -> None:
     """Rank, run, world size and format of ``result`` from its metadata (module docstring)."""
+    hint = spec.hint or RankHint("")
     result.rank = getattr(meta, "rank", None)
-    result.rank_source = "meta" if result.rank is not None else "file_order"
+    result.rank_source = "meta"
     if result.rank is None:
-        result.rank = spec.index
-    result.world_size = world_size_of(meta)
+        hinted = hint.rank is not None
+        result.rank = hint.rank if hinted else spec.index
+        result.rank_source = hint.rank_source if hinted else "file_order"
+    result.world_size = world_size_of(meta) or hint.world_size
     result.source_format = getattr(meta, "source_format", "") or ""
     if options.run_id:
         result.run = slug(options.run_id)
+    elif hint.run_group:
+        result.run = slug(hint.run_group)
     elif (result.world_size or 0) > 1 or spec.siblings <= 1:
         result.run = spec.run_folder
     else:

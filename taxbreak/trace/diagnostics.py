@@ -37,6 +37,8 @@ DIAGNOSTIC_CODES: dict[str, tuple[str, str]] = {
     "nsys.duplicate_api": (INFO, "duplicate non-launch API row of schema 2.x (CUDA backtrace copy) removed"),
     "nsys.unresolved_string": (WARNING, "a name id not found in StringIds; name left null"),
     "nsys.invalid_utf8": (WARNING, "text that is not valid UTF-8; invalid bytes replaced by U+FFFD"),
+    "nsys.untrusted_schema": (WARNING, "a view or generated column in the export; never read (stored tables only)"),
+    "nsys.wrong_storage": (WARNING, "a StringIds value stored as a number or blob; read as text"),
     "link.orphan_kernel": (WARNING, "kernel whose launch call is not in the trace"),
     "link.orphan_copy": (WARNING, "memcpy/memset device activity whose API call is not in the trace"),
     "link.orphan_launch": (WARNING, "kernel launch call whose device activity is not in the trace"),

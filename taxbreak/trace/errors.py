@@ -39,6 +39,8 @@ ERROR_CODES: dict[str, str] = {
     "nsys.corrupt": "an SQLite file that cannot be read",
     "nsys.not_installed": "an .nsys-rep needs the nsys CLI to export it, and nsys is not on PATH",
     "nsys.export_failed": "nsys export failed",
+    "nsys.query_limit": "reading the export ran past its SQLite work bound ($TAXBREAK_NSYS_MAX_STEPS)",
+    "nsys.string_limit": "a string or blob in the export is longer than $TAXBREAK_NSYS_MAX_STRING_BYTES",
     # analysis / usage
     "usage.invalid": "invalid option or argument",
     "usage.step_pattern": "the --step-pattern regex does not compile",

@@ -89,3 +89,57 @@ def test_combination_sums_additive_metrics_and_bounds_hdbi(rows):
         assert combined["hdbi"] == pytest.approx(combined["device_active_us"] / total)
     else:
         assert combined["hdbi"] is None
+
+
+def _rank(device, orch, idle, devices, **extra):
+    return _m(device, orch, queue_wait_us=7.0, queue_wait_median_us=2.0, queue_wait_p99_us=5.0,
+              queue_wait_union_us=6.0, wall_us=100.0, device_idle_us=sum(idle.values()),
+              idle_by_cause_us=idle, devices=devices, hdbi_reason=None, **extra)
+
+
+def _dev(busy, idle):
+    return {"busy_us": busy, "idle_us": sum(idle.values()), "idle_by_cause_us": idle}
+
+
+def test_idle_causes_sum_cause_by_cause_and_devices_stay_apart():
+    idle0, idle1 = {"python": 10.0, "sync": 5.0}, {"python": 1.0, "sync": 0.0}
+    r0 = _rank(300.0, 100.0, idle0, {"0": _dev(90.0, idle0)})
+    r1 = _rank(100.0, 100.0, idle1, {"0": _dev(99.0, idle1)})
+    combined, unmeasured = combine_metrics([r0, r1], ["0", "1"])
+    assert combined["idle_by_cause_us"] == {"python": 11.0, "sync": 5.0}
+    assert combined["device_idle_us"] == 16.0
+    assert combined["devices"] == {"0/0": _dev(90.0, idle0), "1/0": _dev(99.0, idle1)}  # two GPUs, not one
+    assert combined["wall_us"] == 200.0 and combined["queue_wait_us"] == 14.0  # rank-time, time waited
+    assert combined["hdbi"] == pytest.approx(400.0 / 600.0) and combined["hdbi_reason"] is None
+    for key in ("queue_wait_median_us", "queue_wait_p99_us", "queue_wait_union_us"):
+        assert combined[key] is None and key in unmeasured
+
+
+def test_a_duplicate_rank_keeps_both_traces_devices():
+    idle = {"python": 1.0}
+    ranks = [_rank(1.0, 1.0, idle, {"0": _dev(1.0, idle)}) for _ in range(2)]
+    combined, _ = combine_metrics(ranks, ["0", "0"])
+    assert sorted(combined["devices"]) == ["0#1/0", "0/0"]
+
+
+def test_idle_unmeasured_in_one_trace_is_unmeasured_combined():
+    r0 = _rank(1.0, 1.0, {"python": 1.0}, {"0": _dev(1.0, {"python": 1.0})})
+    r1 = _rank(1.0, 1.0, {"python": 1.0}, None) | {"idle_by_cause_us": None}
+    combined, unmeasured = combine_metrics([r0, r1])
+    assert combined["idle_by_cause_us"] is None and combined["devices"] is None
+    assert "idle_by_cause_us" in unmeasured and "devices" in unmeasured
+
+
+def test_hdbi_reason_of_an_unmeasured_rank_carries_into_the_combination():
+    why = "ΔCT not measured: no dispatch baseline (T_dispatch_base) in this trace"
+    r0 = _rank(300.0, 100.0, {}, {})
+    r1 = _rank(100.0, 100.0, {}, {}) | {"hdbi": None, "hdbi_reason": why, "library_us": None}
+    combined, unmeasured = combine_metrics([r0, r1])
+    assert combined["hdbi"] is None
+    assert why in combined["hdbi_reason"] and combined["hdbi_reason"] == unmeasured["hdbi"]
+
+
+def test_chain_coverage_is_chained_kernels_over_kernels():
+    combined, _ = combine_metrics([_m(1.0, 1.0, kernels=4, chain_coverage=0.75),
+                                   _m(1.0, 1.0, kernels=6, chain_coverage=0.5)])
+    assert combined["chain_coverage"] == 0.6  # (3 + 3) / 10, not the mean 0.625

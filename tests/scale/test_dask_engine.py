@@ -49,7 +49,7 @@ def fleet(tmp_path_factory, shared_traces):
 def _tables(out) -> dict:
     """Every table of the dataset, rows sorted, as Python lists (exact comparison)."""
     tables = {}
-    for name in ("kernels", "steps", "phases", "manifest"):
+    for name in ("kernels", "steps", "phases", "idle", "manifest"):
         table = read_partitioned(out, name) if name != "manifest" else _manifest(out)
         keys = [c for c in ("run", "rank", "phase", "input", "step", "start_ns", "correlation", "name")
                 if c in table.column_names]
@@ -88,6 +88,25 @@ def test_dask_equals_local_exactly(cluster, fleet, tmp_path):
     assert sorted(r for r in local.runs if r.startswith("real.")) == [
         "real.benchmark_result_2869224_1695835535_trace", "real.mock", "real.rank-0.Apr_03_18_51_38.1102"]
     assert local.runs["real"]["traces"] == 2 and local.diagnostics.count("scale.world_size_mismatch") == 1
+    _check_combined_keys(local)
+
+
+def _check_combined_keys(result):
+    """The newer summary keys combine as docs/scale.md says, from the per-trace summaries."""
+    ranks = [f.rank for f in result.files if f.run == "job"]
+    job = [f.summary["all"] for f in result.files if f.run == "job"]
+    combined = result.runs["job"]["all"]
+    causes = job[0]["idle_by_cause_us"]
+    assert combined["idle_by_cause_us"] == {c: sum(s["idle_by_cause_us"][c] for s in job) for c in causes}
+    assert combined["wall_us"] == sum(s["wall_us"] for s in job)
+    assert combined["device_idle_us"] == sum(s["device_idle_us"] for s in job)
+    assert sorted(combined["devices"]) == sorted(f"{r}/{d}" for r, s in zip(ranks, job) for d in s["devices"])
+    assert combined["queue_wait_union_us"] is None and combined["queue_wait_p99_us"] is None
+    device = sum(s["device_active_us"] for s in job)
+    assert combined["hdbi"] == device / (device + sum(s["orchestration_us"] for s in job))
+    assert combined["hdbi_reason"] is None
+    # the CPU-only real trace has no device time: HDBI over every trace is not measured, and says why
+    assert result.combined["all"]["hdbi"] is None and result.combined["all"]["hdbi_reason"]
 
 
 def test_a_worker_killed_mid_run_leaves_no_partial_partition(cluster, tmp_path):

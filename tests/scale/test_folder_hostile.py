@@ -82,3 +82,18 @@ def test_run_folders_are_searched_and_torch_profiler_names_found(tmp_path):
 
     result = analyze_many(find_traces(nightly)[:4], workers=1, analyze_fn=fake_analyze)
     assert sorted(result.runs) == ["run-a", "run-b"] and result.runs["run-a"]["traces"] == 2
+
+
+def test_quiet_folder_analysis_keeps_results_and_skipped_lines_but_no_status_line(tmp_path):
+    folder = tmp_path / "job"
+    folder.mkdir()
+    for rank in range(2):
+        write_big_kineto(folder / f"r{rank}.json", n_events=2000, seed=rank)
+    (folder / "bad.json").write_text('{"traceEvents": [')
+    args = ["analyze", str(folder), "--on-error", "skip", "--workers", "1", "--no-cache"]
+    loud = CliRunner().invoke(main, args)
+    quiet = CliRunner().invoke(main, [*args, "-q"])
+    assert loud.exit_code == quiet.exit_code == 0
+    assert "Analyzed 2 of 3 traces" in loud.stderr and "Analyzed" not in quiet.stderr
+    assert "skipped " in quiet.stderr and "bad.json" in quiet.stderr  # a result, kept under -q
+    assert quiet.stdout == loud.stdout

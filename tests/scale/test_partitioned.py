@@ -40,8 +40,10 @@ def test_layout_is_hive_partitioned(dataset):
     assert "kernels/run=runA/rank=0/phase=decode/part-ID.parquet" in files
     assert "steps/run=runC/rank=1/phase=prefill/part-ID.parquet" in files
     assert "manifest/run=runB/rank=1/part-ID.parquet" in files
-    # kernels and steps: tables × runs × ranks × phases; phases: fakes have none (one empty file); manifest
-    assert len(files) == 2 * 3 * 2 * 2 + 3 * 2 + 3 * 2
+    # kernels and steps: tables × runs × ranks × phases; phases and idle: fakes have none (one empty
+    # file each); manifest
+    assert "idle/run=runA/rank=0/phase=unknown/part-ID.parquet" in files
+    assert len(files) == 2 * 3 * 2 * 2 + 2 * 3 * 2 + 3 * 2
     assert not [p for p in dataset.rglob("*") if p.name.endswith(".partial")]
 
 
@@ -90,6 +92,7 @@ def test_write_partitions_of_one_analysis_and_empty_tables(tmp_path):
     trace = write_fake_trace(tmp_path / "t.json", 0, [], orchestration_us=1.0)
     written = write_partitions(fake_analyze(trace, None), tmp_path / "out", run_id="solo", rank=2)
     assert sorted(written) == [
+        "idle/run=solo/rank=2/phase=unknown/part-0.parquet",
         "kernels/run=solo/rank=2/phase=unknown/part-0.parquet",
         "phases/run=solo/rank=2/phase=unknown/part-0.parquet",
         "steps/run=solo/rank=2/phase=unknown/part-0.parquet",
@@ -106,3 +109,19 @@ def test_duplicate_ranks_do_not_overwrite_each_other(tmp_path):
     analyze_many(find_traces(folder), workers=1, analyze_fn=fake_analyze, export_dir=out)
     parts = sorted(p.name for p in (out / "kernels/run=dup/rank=0/phase=decode").iterdir())
     assert len(parts) == 2 and all(re.fullmatch(r"part-[0-9a-f]+\.parquet", p) for p in parts)
+
+
+def test_idle_table_holds_every_gap_with_the_phase_of_its_step(shared_traces, tmp_path):
+    from taxbreak.scale.analysis_cache import cached_analyze
+
+    analysis = cached_analyze(shared_traces / "HolisticTraceAnalysis/tests/data/nccl_parser_config/nccl_data.json.gz",
+                              use_cache=False)
+    write_partitions(analysis, tmp_path / "out", run_id="nccl", rank=0)
+    idle = read_partitioned(tmp_path / "out", "idle").to_pandas()
+    assert len(idle) == len(analysis.idle) > 0
+    phase_of_step = dict(zip(analysis.steps["step"], analysis.steps["phase"].astype(str)))
+    assert (idle["phase"] == idle["step"].map(phase_of_step)).all()
+    assert {"between", "unknown"} <= set(idle["phase"])  # step -1 is the between pseudo-step
+    by_cause_us = (idle["end_ns"] - idle["start_ns"]).groupby(idle["cause"]).sum() / 1e3
+    for cause, us in analysis.summary["all"]["idle_by_cause_us"].items():
+        assert by_cause_us.get(cause, 0.0) == pytest.approx(us, abs=1e-3)
