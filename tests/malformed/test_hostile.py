@@ -329,9 +329,12 @@ def test_a_gzip_bomb_is_stopped_with_bounded_memory_at_the_default_bounds(tmp_pa
 
     bomb = tmp_path / "bomb.json.gz"
     _spaces_bomb(bomb, 768)  # 768 MiB inflated from well under 1 MB
-    child = ("import resource, sys\nfrom taxbreak.readers.kineto import read_kineto\n"
+    # VmHWM, not ru_maxrss: the latter carries the parent's high-water mark across fork + exec,
+    # so a large pytest process (1 GB late in the suite) would be measured instead of the child.
+    child = ("import re, sys\nfrom taxbreak.readers.kineto import read_kineto\n"
              "try:\n    read_kineto(sys.argv[1])\nexcept Exception as err:\n    print(err.code)\n"
-             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n")
+             "status = open('/proc/self/status').read()\n"
+             "print(re.search(r'VmHWM:\\s+(\\d+) kB', status).group(1))\n")
     run = subprocess.run([sys.executable, "-c", child, str(bomb)], capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
     code, peak_kib = run.stdout.split()
