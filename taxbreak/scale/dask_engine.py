@@ -49,9 +49,34 @@ def dask_client(scheduler: str | None = None, scheduler_file: str | None = None,
         return
     # Workers already use the cores: none forks a parse helper (spawned workers inherit this).
     os.environ.setdefault(ENV_WORKERS, "0")
-    with distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+    with _without_malloc_trim(), distributed.LocalCluster(
+            n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
         yield client
+
+
+@contextmanager
+def _without_malloc_trim():
+    """Dask's nanny starts workers with ``MALLOC_TRIM_THRESHOLD_=65536``. Setting it turns off
+    glibc's adaptive mmap threshold, so each of the decomposer's large numpy/Arrow buffers is
+    mapped and page-faulted anew: a 100 k-event trace cost ~40 % more CPU in such a worker
+    (docs/performance.md, "Fleets"). ``None`` unsets it (distributed.nanny._get_env_variables),
+    only for the cluster taxbreak starts; docs/scale.md says how to do the same on a real cluster.
+    A nanny that ran earlier in this process leaves the value in ``os.environ`` (Dask documents
+    that leak), where spawned workers would inherit it: that copy is held back while ours start."""
+    import dask
+
+    key = "MALLOC_TRIM_THRESHOLD_"
+    dask_default = dask.config.get(f"distributed.nanny.pre-spawn-environ.{key}", default=None)
+    leaked = os.environ.get(key) if dask_default is not None and os.environ.get(key) == str(dask_default) else None
+    if leaked is not None:
+        del os.environ[key]
+    try:
+        with dask.config.set({f"distributed.nanny.pre-spawn-environ.{key}": None}):
+            yield
+    finally:
+        if leaked is not None:
+            os.environ[key] = leaked
 
 
 def run_dask(client, specs: list[TaskSpec], options: ManyOptions,

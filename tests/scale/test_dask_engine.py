@@ -197,3 +197,22 @@ def test_missing_extra_is_named(monkeypatch):
     with pytest.raises(TaxbreakError) as info, dask_client():
         pass
     assert info.value.code == "engine.missing_extra" and "taxbreak[dask]" in info.value.hint
+
+
+def _malloc_trim_setting():
+    return os.environ.get("MALLOC_TRIM_THRESHOLD_")
+
+
+def test_the_local_cluster_workers_run_without_the_nannys_malloc_trim_threshold():
+    # Dask's default MALLOC_TRIM_THRESHOLD_=65536 turns off glibc's adaptive mmap threshold and
+    # made each 100 k-event analysis cost ~40 % more CPU (docs/performance.md, "Fleets").
+    import dask
+
+    from taxbreak.scale.dask_engine import dask_client
+
+    assert dask.config.get("distributed.nanny.pre-spawn-environ")["MALLOC_TRIM_THRESHOLD_"] == 65536
+    with dask_client(n_workers=1) as client:
+        settings = client.run(_malloc_trim_setting)
+        assert list(settings.values()) == [None]
+    # only for the cluster taxbreak started: the user's configuration is left as it was
+    assert dask.config.get("distributed.nanny.pre-spawn-environ")["MALLOC_TRIM_THRESHOLD_"] == 65536
