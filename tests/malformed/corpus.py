@@ -148,11 +148,16 @@ RECOVERABLE: dict[str, tuple[bytes, str]] = {
 }
 
 
+def write_cases(cases: dict[str, tuple[bytes, str]], out: Path = CASES_DIR) -> None:
+    """Write each ``name: (bytes, code)`` case file under ``out`` (this corpus and corpus_nsys)."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name, (data, _) in cases.items():
+        (out / name).write_bytes(data)
+
+
 def write_corpus(out: Path = CASES_DIR) -> None:
     """Write every case file under ``out``."""
-    out.mkdir(parents=True, exist_ok=True)
-    for name, (data, _) in {**CASES, **RECOVERABLE}.items():
-        (out / name).write_bytes(data)
+    write_cases({**CASES, **RECOVERABLE}, out)
 
 
 if __name__ == "__main__":

@@ -84,9 +84,9 @@ RECOVERABLE_WITHOUT_DIAGNOSTIC = {"nsys_blob_gpu_name.sqlite"}
 
 
 def write_corpus(out: Path = CASES_DIR) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    for name, (data, _) in {**CASES, **RECOVERABLE}.items():
-        (out / name).write_bytes(data)
+    from corpus import write_cases  # same folder; the one writer of case files
+
+    write_cases({**CASES, **RECOVERABLE}, out)
 
 
 if __name__ == "__main__":

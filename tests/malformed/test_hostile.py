@@ -17,7 +17,7 @@ from taxbreak.cli.main import main
 from taxbreak.readers import bounds as B
 from taxbreak.readers import kineto
 from taxbreak.readers.kineto import read_kineto
-from taxbreak.readers.kineto_document import read_document
+from taxbreak.report.annotate_io import read_trace_bytes, split_document
 from taxbreak.trace.errors import TaxbreakError
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -27,6 +27,12 @@ _HOSTILE_RECOVERABLE = sorted(n for n, (_, code) in RECOVERABLE.items()
                               if code in ("event.number_out_of_range", "event.id_out_of_range")
                               or n.startswith("pid_"))
 _GOOD = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1.5, "dur": 2}
+
+
+def read_document(path):
+    """What ``taxbreak annotate`` reads: the bytes under the inflate bounds, then the top level
+    under the nesting bound and the duplicate-key refusal."""
+    return split_document(read_trace_bytes(path), path)
 
 
 def _code(path, **kwargs) -> str:
