@@ -137,7 +137,7 @@ def notebook() -> str:
                 "a.phase_names",
                 "d = a.phase(\"decode\")",
                 "d.hdbi, d.ft_us, d.ct_us, d.kt_us, d.orchestration_us",
-                "d.idle_by_cause_us[\"launch_api\"]",
+                "d.idle_by_cause_us[\"launch_latency\"], d.idle_by_cause_us[\"launch_floor\"]",
                 'a.summary["phases"]["decode"]["hdbi"] == d.hdbi',
                 'a.kernels[["name", "op_name", "ft_ns", "ct_ns", "t_floor_ns", "queue_wait_ns", "launch_latency_ns"]].head(4)',
                 'a.steps[["step", "phase", "kernels", "hdbi", "tokens"]]',

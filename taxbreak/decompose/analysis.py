@@ -20,7 +20,7 @@ from ..trace.tables import TraceTables
 from .accessors import PhaseValues, phase_names, phase_values
 from .components import build_kernels
 from .floor import resolve_floor
-from .idle import attribute_idle, window_pieces
+from .idle import attribute_idle, issued_path, window_pieces
 from .inputs import resolve_input
 from .link import link
 from .partition import device_busy, host_partition
@@ -140,7 +140,7 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
         links = link(views, marker, diags)
         kernels = build_kernels(views, links, floor, diags)
         _assign_steps(kernels, steps)
-        idle = attribute_idle(views, links.dev_api, marker, steps, window)
+        idle = attribute_idle(views, links.dev_api, marker, steps, window, issued_path(kernels))
         partition = partition_job.result()
     # runs recorded in the trace itself first, then the manifest's count
     passes = steps.runs or source.runs or 1

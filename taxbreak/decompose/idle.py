@@ -6,11 +6,20 @@ gap ends when d's next activity starts (or never: the trailing gap). What
 kept d idle at instant t of a gap is read from that next activity:
 
 * it has no launch call in the trace → ``unlinked``;
-* t ≥ the launch call's start (the work was issued, not started yet) → ``launch_api``;
+* t ≥ the launch call's start L (the work was issued, not started yet):
+
+  * a kernel that carries its launch (the first activity of the call), before
+    L + t_floor → ``launch_floor`` (the T_sys floor of its launch path);
+  * the same kernel, from L + t_floor on → ``launch_latency``: exactly the
+    kernel's ``launch_latency_ns`` (docs/method.md §2.1), so these pieces sum to
+    the ΔKT launch latency, exposed, of every scope;
+  * a later node of a CUDA graph replay (issued by the graph's launch call,
+    no launch path of its own) → ``graph_internal``;
+  * a memcpy/memset → ``copy_issued``;
 * t < the launch call's start → whatever the launching host thread was doing
   at t: the host-partition label of that thread at t (``python``, ``dispatch``,
-  ``library``, ``launch_api`` (another launch), ``sync``, ``other_api``,
-  ``untraced``);
+  ``library``, ``launch_api`` (inside another launch call), ``sync``,
+  ``other_api``, ``untraced``);
 * no next activity → ``nothing_pending``.
 
 The pieces of one device are disjoint and cover its idle time exactly, so
@@ -31,8 +40,10 @@ from .partition import LABELS, _categories, _labels
 from .steps import Steps
 from .views import Views
 
-CAUSES = ("python", "dispatch", "library", "launch_api", "sync", "other_api", "untraced", "unlinked",
-          "nothing_pending")
+CAUSES = ("python", "dispatch", "library", "launch_api", "sync", "other_api", "untraced",
+          "launch_floor", "launch_latency", "graph_internal", "copy_issued", "unlinked", "nothing_pending")
+# causes of the time after the next work was issued (the pieces carry no thread in Analysis.idle)
+ISSUED_CAUSES = ("launch_floor", "launch_latency", "graph_internal", "copy_issued")
 _CAUSE_OF_LABEL = np.array([CAUSES.index(label) for label in LABELS], np.int8)
 COLUMNS = ("device", "start_ns", "end_ns", "cause", "step", "pid", "tid", "next_correlation")
 
@@ -87,8 +98,17 @@ def cut_by_steps(start_ns: np.ndarray, end_ns: np.ndarray, steps: Steps) -> tupl
     return src, piece_start, piece_end, steps.assign(piece_start)
 
 
+@dataclass
+class IssuedPath:
+    """Per device-view row, what the time between its launch call and its start was."""
+
+    floor_end_ns: np.ndarray  # L + t_floor for a kernel carrying its launch, else the minimum int64
+    carrier: np.ndarray  # a kernel that is the first activity of its launch call
+    is_kernel: np.ndarray  # kind kernel (not memcpy/memset)
+
+
 def attribute_idle(views: Views, dev_api: np.ndarray, marker: np.ndarray, steps: Steps,
-                   window: tuple[int, int]) -> pd.DataFrame:
+                   window: tuple[int, int], issued_path: IssuedPath) -> pd.DataFrame:
     """One row per attributed idle piece (columns ``COLUMNS``), see module docstring."""
     dev, api = views.device, views.api
     gaps = device_gaps(np.asarray(dev.device, np.int64), dev.start_ns, dev.end_ns, window)
@@ -96,15 +116,44 @@ def attribute_idle(views: Views, dev_api: np.ndarray, marker: np.ndarray, steps:
     issued = np.clip(take_or(api.start_ns, launch), gaps.start_ns, gaps.end_ns)
     has_launch = launch >= 0
     next_corr = np.where(gaps.next_row >= 0, take_or(dev.correlation, gaps.next_row), -1)
+    pending = has_launch & (gaps.end_ns > issued)
+    parts = [_fixed_pieces(gaps, mask, s, e, CAUSES.index(cause), next_corr, steps)
+             for mask, s, e, cause in _issued_pieces(gaps, pending, issued, issued_path)]
     fixed = [  # (mask, start, end, cause)
-        (has_launch & (gaps.end_ns > issued), issued, gaps.end_ns, "launch_api"),
         ((gaps.next_row >= 0) & ~has_launch, gaps.start_ns, gaps.end_ns, "unlinked"),
         (gaps.next_row < 0, gaps.start_ns, gaps.end_ns, "nothing_pending")]
-    parts = [_fixed_pieces(gaps, mask, s, e, CAUSES.index(cause), next_corr, steps) for mask, s, e, cause in fixed]
+    parts += [_fixed_pieces(gaps, mask, s, e, CAUSES.index(cause), next_corr, steps) for mask, s, e, cause in fixed]
     host = has_launch & (issued > gaps.start_ns)
     parts.append(_host_pieces(views, marker, steps, gaps.device[host], api.lane[launch[host]],
                               gaps.start_ns[host], issued[host], next_corr[host]))
     return _frame(views, parts)
+
+
+def issued_path(kernels: pd.DataFrame) -> IssuedPath:
+    """The :class:`IssuedPath` of the device view from ``Analysis.kernels`` (one row per view row)."""
+    is_kernel = (kernels["kind"] == "kernel").to_numpy(bool)
+    carrier = is_kernel & kernels["first_of_launch"].to_numpy(bool) & kernels["launch_start_ns"].notna().to_numpy()
+    t_floor = kernels["t_floor_ns"].to_numpy(np.int64, na_value=0)
+    floor_end = kernels["launch_start_ns"].to_numpy(np.int64, na_value=0) + t_floor
+    return IssuedPath(np.where(carrier, floor_end, np.iinfo(np.int64).min), carrier, is_kernel)
+
+
+def _issued_pieces(gaps: Gaps, pending: np.ndarray, issued: np.ndarray, path: IssuedPath) -> list[tuple]:
+    """The issued part [issued, gap end) of each gap, split by what the next work was.
+
+    For a carrier kernel the floor piece ends at L + t_floor (clipped into the
+    gap), so the latency piece is S − max(L + t_floor, G): the kernel's
+    ``launch_latency_ns`` exactly (launch_split.py; G = the gap start).
+    """
+    row = np.where(pending, gaps.next_row, 0)
+    kernel = pending & take_or(path.is_kernel, row, False).astype(bool)
+    carrier = kernel & take_or(path.carrier, row, False).astype(bool)
+    floor_end = np.clip(take_or(path.floor_end_ns, row), issued, gaps.end_ns)
+    floor_end = np.where(carrier, floor_end, issued)
+    return [(carrier, issued, floor_end, "launch_floor"),
+            (carrier, floor_end, gaps.end_ns, "launch_latency"),
+            (kernel & ~carrier, issued, gaps.end_ns, "graph_internal"),
+            (pending & ~kernel, issued, gaps.end_ns, "copy_issued")]
 
 
 def _fixed_pieces(gaps: Gaps, mask, start, end, cause: int, next_corr, steps: Steps) -> dict:

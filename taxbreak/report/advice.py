@@ -63,7 +63,10 @@ def advise(summary: dict) -> list[Advice]:
 
 CAUSE_TARGETS = {
     "python": (FT, "Python between ops"), "dispatch": (FT, "ATen dispatch"),
-    "library": (CT, "CUDA-library host code"), "launch_api": (FLOOR, "the kernel launch path"),
+    "library": (CT, "CUDA-library host code"), "launch_api": (FLOOR, "other kernel launch calls"),
+    "launch_floor": (FLOOR, "the kernel launch floor"), "launch_latency": (FLOOR, "the kernel launch path"),
+    "graph_internal": (None, "gaps inside CUDA graph replays"),
+    "copy_issued": (None, "memcpy/memset calls issued but not yet started"),
     "sync": (None, "synchronize calls"), "other_api": (None, "other runtime API calls"),
     "untraced": (None, "untraced host time"), "unlinked": (None, "work without a launch call in the trace"),
 }
@@ -73,6 +76,10 @@ ACTIONS = {
     "untraced": "the launching thread did work no event covers: profile with Python frames (with_stack) "
                 "or add NVTX ranges",
     "unlinked": "the trace misses the launch calls of some kernels: start the capture earlier",
+    "graph_internal": "the device idled between a CUDA graph's own nodes: look at the graph's host nodes, "
+                      "event waits and tiny kernels",
+    "copy_issued": "copies started long after their call: use pinned host memory (pageable copies are staged "
+                   "through a bounce buffer) and keep them off streams that wait on other work",
 }
 
 

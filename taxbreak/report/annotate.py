@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..decompose.idle import ISSUED_CAUSES
 from ..trace.errors import UnsupportedFormatError
 from . import annotate_io as io
 from .annotate_layout import (CATEGORY, FLOW_ID_BASE, IDLE_TRACK, MAX_LANES, TID_BASE, assign_lanes,  # noqa: F401
@@ -167,9 +168,10 @@ def idle_slices(idle: pd.DataFrame | None, k: pd.DataFrame) -> list[pd.DataFrame
 
 
 def launching_thread(idle: pd.DataFrame, k: pd.DataFrame) -> pd.DataFrame:
-    """Idle pieces of cause ``launch_api`` (the next kernel's launch call was running) carry
-    no thread in ``Analysis.idle``: it is the thread of that launch call."""
-    missing = (idle["cause"].astype(str) == "launch_api") & idle["pid"].isna() & idle["next_correlation"].notna()
+    """Idle pieces after the next work was issued (``ISSUED_CAUSES``: its launch call had begun)
+    carry no thread in ``Analysis.idle``: it is the thread of that launch call."""
+    issued = idle["cause"].astype(str).isin(ISSUED_CAUSES)
+    missing = issued & idle["pid"].isna() & idle["next_correlation"].notna()
     if not missing.any() or "correlation" not in k.columns:
         return idle
     by_corr = k.drop_duplicates("correlation").set_index("correlation")

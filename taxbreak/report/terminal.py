@@ -130,16 +130,20 @@ def render_queue(s: dict, console: Console) -> None:
     """Queue wait is device-side waiting: shown on its own, never added to host time."""
     if s.get("queue_wait_us") is None:
         return
+    # the per-kernel sums (queue_wait_us, tklqt_us) add up overlapping waits: they are in the
+    # JSON for the paper's TKLQT, never shown here as if they were elapsed time
     console.print(f"Queue wait (device side, not host time): kernels were waiting "
-                  f"{fmt(s['queue_wait_union_us'])} µs of elapsed time (union); per kernel median "
-                  f"{fmt(s['queue_wait_median_us'])} µs, p99 {fmt(s['queue_wait_p99_us'])} µs; "
-                  f"Σ over kernels {fmt(s['queue_wait_us'])} µs (overlapping)  ·  TKLQT (Σ T_launch) "
-                  f"{fmt(s['tklqt_us'])} µs")
+                  f"{fmt(s['queue_wait_union_us'])} µs of elapsed time (union of the waits); per kernel "
+                  f"median {fmt(s['queue_wait_median_us'])} µs, p99 {fmt(s['queue_wait_p99_us'])} µs")
 
 
 IDLE_ROWS = [("python", "Python"), ("dispatch", "ATen dispatch"), ("library", "CUDA library"),
-             ("launch_api", "launch path (issued, not started)"), ("sync", "synchronize"),
+             ("launch_api", "another launch call"), ("sync", "synchronize"),
              ("other_api", "other runtime API"), ("untraced", "untraced host time"),
+             ("launch_floor", "kernel issued: launch floor (T_sys)"),
+             ("launch_latency", "kernel issued: launch latency (= ΔKT exposed)"),
+             ("graph_internal", "between a CUDA graph's nodes"),
+             ("copy_issued", "memcpy/memset issued, not started"),
              ("unlinked", "next work has no launch call"), ("nothing_pending", "nothing pending")]
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-CAUSES = ("python", "dispatch", "library", "launch_api", "sync", "other_api", "untraced", "unlinked",
-          "nothing_pending")
+CAUSES = ("python", "dispatch", "library", "launch_api", "sync", "other_api", "untraced",
+          "launch_floor", "launch_latency", "graph_internal", "copy_issued", "unlinked", "nothing_pending")
 
 
 def expected_components(truth: pd.DataFrame, floor_ns: int) -> pd.DataFrame:
@@ -85,13 +85,13 @@ def compare_partition(partition: pd.DataFrame, planted_steps: pd.DataFrame, libr
     assert (got["host_thread_ns"] == exp["wall"]).all()
 
 
-def expected_idle(planted, window: tuple[int, int]) -> dict:
+def expected_idle(planted, window: tuple[int, int], floor_ns: int) -> dict:
     """``{(step, cause): ns}`` of device idle time, by a plain loop over the planted layout."""
     truth = planted.kernels.sort_values("start_ns", kind="stable")
     busy = _merge(list(zip(truth["start_ns"], truth["start_ns"] + truth["dur_ns"])))
-    launch_of: dict = {}
-    for start, launch in zip(truth["start_ns"], truth["launch_start_ns"]):
-        launch_of.setdefault(start, launch)  # the first of equal starts, as the decomposer takes it
+    first_at: dict = {}
+    for row in truth.itertuples(index=False):
+        first_at.setdefault(row.start_ns, row)  # the first of equal starts, as the decomposer takes it
     timeline = list(planted.host_timeline.itertuples(index=False))
     pieces = []
     edges = [window[0]] + [v for iv in busy for v in iv] + [window[1]]
@@ -101,9 +101,19 @@ def expected_idle(planted, window: tuple[int, int]) -> dict:
         if g1 == window[1] and (not busy or g0 == busy[-1][1]):
             pieces.append((g0, g1, "nothing_pending"))
             continue
-        issued = min(max(launch_of[g1], g0), g1)
-        pieces += _host_labels(timeline, g0, issued) + [(issued, g1, "launch_api")]
+        nxt = first_at[g1]
+        issued = min(max(nxt.launch_start_ns, g0), g1)
+        pieces += _host_labels(timeline, g0, issued) + _issued_labels(nxt, issued, g1, floor_ns)
     return _by_step(pieces, planted.steps)
+
+
+def _issued_labels(kernel, issued: int, end: int, floor_ns: int) -> list:
+    """[issued, end) of a gap ended by ``kernel``: floor then latency, or a graph's inner gap."""
+    if kernel.graph_node > 0:
+        return [(issued, end, "graph_internal")]
+    t_floor = min(floor_ns, max(kernel.start_ns - kernel.launch_start_ns, 0))
+    floor_end = min(max(kernel.launch_start_ns + t_floor, issued), end)
+    return [(issued, floor_end, "launch_floor"), (floor_end, end, "launch_latency")]
 
 
 def _overlap(merged: list, start: int, end: int) -> int:

@@ -54,6 +54,34 @@ def test_idle_pieces_cover_device_idle_exactly(analysed):
         assert len(idle) == 0
 
 
+def test_idle_launch_latency_is_the_kernels_exposed_launch_latency(analysed):
+    """Per device, the idle pieces of cause launch_latency are the kernels' launch-latency pieces
+    [start − latency, start), ns for ns, and the floor pieces lie inside [L, L + t_floor)."""
+    a, _ = analysed
+    k = a.kernels[a.kernels["launch_latency_ns"].fillna(0) > 0]
+    idle = a.idle
+    for device in np.unique(np.concatenate([k["device"].to_numpy(np.int64), idle["device"].to_numpy(np.int64)])):
+        dk = k[k["device"] == device]
+        want = sorted(zip((dk["start_ns"] - dk["launch_latency_ns"]).astype("int64"), dk["start_ns"].astype("int64")))
+        got = idle[(idle["device"] == device) & (idle["cause"] == "launch_latency")]
+        merged = _merge(sorted(zip(got["start_ns"].astype("int64"), got["end_ns"].astype("int64"))))
+        assert merged == _merge(want)
+    s = a.summary["all"]
+    if s["idle_by_cause_us"] is not None and s["launch_latency_us"] is not None:
+        assert s["idle_by_cause_us"]["launch_latency"] == s["launch_latency_us"]
+
+
+def _merge(intervals: list) -> list:
+    """Touching pieces joined (step boundaries cut an idle piece in two)."""
+    out: list = []
+    for lo, hi in intervals:
+        if out and lo <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((int(lo), int(hi)))
+    return out
+
+
 def test_scope_sums_conserve(analysed):
     a, views = analysed
     for scope in _scopes(a.summary):

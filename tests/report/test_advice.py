@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from taxbreak.report.advice import advise
 
-CAUSES = ("python", "dispatch", "library", "launch_api", "sync", "other_api", "untraced", "unlinked",
-          "nothing_pending")
+from taxbreak.decompose.idle import CAUSES
 
 
 def _summary(idle: dict | None = None, wall: float = 1_000.0, **values):
-    by_cause = dict.fromkeys(CAUSES, 0.0) | (idle if idle is not None else {"launch_api": 300.0, "python": 100.0})
+    by_cause = dict.fromkeys(CAUSES, 0.0) | (idle if idle is not None else {"launch_latency": 300.0, "python": 100.0})
     total = sum(by_cause.values())
     base = {"framework_us": 10.0, "library_us": 5.0, "launch_floor_us": 45.0, "launch_latency_us": 20.0,
             "orchestration_us": 60.0, "hdbi": 0.5, "hdbi_reason": None, "wall_us": wall,
@@ -28,15 +27,28 @@ def test_host_bound_verdict_and_exposed_ranking():
 
 def test_ranking_follows_exposed_time_not_raw_sums():
     # ΔFT is the smallest raw component, but Python time is what the device waited on
-    advice = advise(_summary(idle={"python": 500.0, "launch_api": 50.0}, framework_us=5.0))
+    advice = advise(_summary(idle={"python": 500.0, "launch_latency": 50.0}, framework_us=5.0))
     assert "Python between ops" in advice[1].finding and "torch.compile" in advice[1].action
     assert "launch floor" in advice[2].finding  # the raw composition is still reported, labelled as such
 
 
 def test_device_bound_queueing_is_healthy():
-    advice = advise(_summary(idle={"launch_api": 20.0}, hdbi=0.9))
+    advice = advise(_summary(idle={"launch_latency": 20.0}, hdbi=0.9))
     assert advice[0].finding.startswith("device-bound") and "healthy queueing" in advice[0].finding
     assert "buy little" in advice[0].action
+
+
+def test_every_cause_has_a_target_or_an_action():
+    for cause in CAUSES:
+        if cause == "nothing_pending":
+            continue
+        advice = advise(_summary(idle={cause: 400.0}))
+        assert "the device waited longest on" in advice[1].finding and advice[1].action, cause
+
+
+def test_copies_and_graph_gaps_have_their_own_actions():
+    assert "pinned host memory" in advise(_summary(idle={"copy_issued": 400.0}))[1].action
+    assert "graph" in advise(_summary(idle={"graph_internal": 400.0}))[1].action
 
 
 def test_sync_and_untraced_causes_have_their_own_actions():

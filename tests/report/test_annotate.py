@@ -82,7 +82,7 @@ def test_added_slices_have_the_planted_durations_in_the_trace_time_base(tmp_path
     assert _slices(added, {QUEUE_NAME}, shift) == [(QUEUE_NAME, 30.5, 4.5)]
     assert stats.kernels == 3 and stats.overflow == 0
     assert stats.slices == {"ΔCT library": 1, "ΔFT dispatch": 3, "ΔFT python": 2, "ΔKT floor": 3,
-                            QUEUE_NAME: 1, LATENCY_NAME: 3, "GPU idle": 12, "GPU idle caused": 11}
+                            QUEUE_NAME: 1, LATENCY_NAME: 3, "GPU idle": 14, "GPU idle caused": 13}
 
 
 def test_times_are_exact_decimal_text():
@@ -152,7 +152,7 @@ def test_idle_slices_cover_the_idle_frame_and_point_to_their_cause(tmp_path):
     arrows = [e for e in added if e.name == "GPU idle → cause"]
     out = {e.id: e for e in arrows if e.ph == "s"}
     into = {e.id: e for e in arrows if e.ph == "f"}
-    assert out.keys() == into.keys() and len(out) == stats.flows["GPU idle → cause"] == 11
+    assert out.keys() == into.keys() and len(out) == stats.flows["GPU idle → cause"] == 13
     assert {(e.pid, e.tid) for e in into.values()} == {(100, min(e.tid for e in added if e.ph == "X" and
                                                                e.name.startswith("GPU idle caused")))}
     assert all(out[i].us() == into[i].us() for i in out)  # both ends at the middle of one idle piece
