@@ -49,10 +49,24 @@ def dask_client(scheduler: str | None = None, scheduler_file: str | None = None,
         return
     # Workers already use the cores: none forks a parse helper (spawned workers inherit this).
     os.environ.setdefault(ENV_WORKERS, "0")
-    with _without_malloc_trim(), distributed.LocalCluster(
+    with _without_malloc_trim(), _without_worker_profiler(), distributed.LocalCluster(
             n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
         yield client
+
+
+@contextmanager
+def _without_worker_profiler():
+    """Dask workers sample the stack of their task thread every 10 ms by default
+    (``distributed.worker.profile``, for the dashboard's profile page). A taxbreak task is
+    Python-bound, so each sample takes the GIL from it: 40 traces of 100 k events ran 16 %
+    slower than on the local engine with it, level without it (docs/performance.md, "Fleets").
+    The nannies pass this config to the workers they start; docs/scale.md says how to turn
+    it off on a real cluster."""
+    import dask
+
+    with dask.config.set({"distributed.worker.profile.enabled": False}):
+        yield
 
 
 @contextmanager
@@ -89,7 +103,10 @@ def run_dask(client, specs: list[TaskSpec], options: ManyOptions,
     results: list[FileResult] = []
     try:
         for fut in distributed.as_completed(list(futures)):
-            results.append(_result(fut, futures[fut], distributed))
+            results.append(_result(fut, futures.pop(fut), distributed))
+            # released at once: a worker keeps each result (its trace's summary, every step
+            # of it) in memory for as long as the client holds the future
+            fut.release()
             on_result(results[-1])
     except BaseException:
         client.cancel(list(futures))

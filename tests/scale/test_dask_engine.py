@@ -6,6 +6,7 @@ import os
 import shutil
 import signal
 import threading
+import time
 
 import pyarrow.compute as pc
 import pytest
@@ -216,3 +217,45 @@ def test_the_local_cluster_workers_run_without_the_nannys_malloc_trim_threshold(
         assert list(settings.values()) == [None]
     # only for the cluster taxbreak started: the user's configuration is left as it was
     assert dask.config.get("distributed.nanny.pre-spawn-environ")["MALLOC_TRIM_THRESHOLD_"] == 65536
+
+
+def _profiler_setting():
+    import dask
+
+    return dask.config.get("distributed.worker.profile.enabled")
+
+
+def _held_results(dask_worker):
+    return len(dask_worker.data)
+
+
+def test_the_local_cluster_workers_do_not_sample_their_tasks_and_keep_no_results(tmp_path):
+    # the sampling profiler took the GIL from the Python-bound tasks (docs/performance.md,
+    # "Fleets"); results held by the client's futures grew the workers' memory with every task
+    import dask
+
+    from taxbreak.scale.dask_engine import dask_client, run_dask
+    from taxbreak.scale.task import ManyOptions, TaskSpec
+
+    assert dask.config.get("distributed.worker.profile.enabled") is True
+    traces = []
+    for i in range(3):
+        traces.append(tmp_path / f"rank{i}.json.gz")
+        write_big_kineto(traces[-1], 2000, seed=i)
+    with dask_client(n_workers=1) as client:
+        assert list(client.run(_profiler_setting).values()) == [False]
+        specs = [TaskSpec(url=str(p), index=i, run_folder="job", siblings=3) for i, p in enumerate(traces)]
+        held = []
+
+        def count_held(result):  # while the run goes on: what the worker still keeps
+            for _ in range(100):  # a release reaches the worker asynchronously
+                now = list(client.run(_held_results).values())[0]
+                if now == 0:
+                    break
+                time.sleep(0.02)
+            held.append(now)
+
+        results = run_dask(client, specs, ManyOptions(use_cache=False), count_held)
+        assert len(results) == 3 and all(r.error is None for r in results)
+        assert held == [0, 0, 0]
+    assert dask.config.get("distributed.worker.profile.enabled") is True
