@@ -11,8 +11,9 @@ kept d idle at instant t of a gap is read from that next activity:
   * a kernel that carries its launch (the first activity of the call), before
     L + t_floor → ``launch_floor`` (the T_sys floor of its launch path);
   * the same kernel, from L + t_floor on → ``launch_latency``: exactly the
-    kernel's ``launch_latency_ns`` (docs/method.md §2.1), so these pieces sum to
-    the ΔKT launch latency, exposed, of every scope;
+    kernel's ``launch_latency_ns`` (docs/method.md §2.1), so over the trace these
+    pieces sum to the ΔKT launch latency, exposed (per step they can differ: a
+    piece belongs to the step its time falls in, a kernel to its launch's);
   * a later node of a CUDA graph replay (issued by the graph's launch call,
     no launch path of its own) → ``graph_internal``;
   * a memcpy/memset → ``copy_issued``;
