@@ -142,6 +142,8 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
         _assign_steps(kernels, steps)
         idle = attribute_idle(views, links.dev_api, marker, steps, window, issued_path(kernels))
         partition = partition_job.result()
+    # the links, the idle attribution and the partition freed large temporaries on the heap
+    release_freed_heap()
     # runs recorded in the trace itself first, then the manifest's count
     passes = steps.runs or source.runs or 1
     trace_tokens = tokens if tokens is not None else (source.new_tokens * passes if source.new_tokens else None)
