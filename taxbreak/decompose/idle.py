@@ -103,7 +103,7 @@ def cut_by_steps(start_ns: np.ndarray, end_ns: np.ndarray, steps: Steps) -> tupl
 class IssuedPath:
     """Per device-view row, what the time between its launch call and its start was."""
 
-    floor_end_ns: np.ndarray  # L + t_floor for a kernel carrying its launch, else the minimum int64
+    floor_end_ns: np.ndarray  # L + t_floor (read only where ``carrier``)
     carrier: np.ndarray  # a kernel that is the first activity of its launch call
     is_kernel: np.ndarray  # kind kernel (not memcpy/memset)
 
@@ -136,7 +136,7 @@ def issued_path(kernels: pd.DataFrame) -> IssuedPath:
     carrier = is_kernel & kernels["first_of_launch"].to_numpy(bool) & kernels["launch_start_ns"].notna().to_numpy()
     t_floor = kernels["t_floor_ns"].to_numpy(np.int64, na_value=0)
     floor_end = kernels["launch_start_ns"].to_numpy(np.int64, na_value=0) + t_floor
-    return IssuedPath(np.where(carrier, floor_end, np.iinfo(np.int64).min), carrier, is_kernel)
+    return IssuedPath(floor_end, carrier, is_kernel)
 
 
 def _issued_pieces(gaps: Gaps, pending: np.ndarray, issued: np.ndarray, path: IssuedPath) -> list[tuple]:
@@ -149,8 +149,7 @@ def _issued_pieces(gaps: Gaps, pending: np.ndarray, issued: np.ndarray, path: Is
     row = np.where(pending, gaps.next_row, 0)
     kernel = pending & take_or(path.is_kernel, row, False).astype(bool)
     carrier = kernel & take_or(path.carrier, row, False).astype(bool)
-    floor_end = np.clip(take_or(path.floor_end_ns, row), issued, gaps.end_ns)
-    floor_end = np.where(carrier, floor_end, issued)
+    floor_end = np.clip(take_or(path.floor_end_ns, row), issued, gaps.end_ns)  # used where carrier only
     return [(carrier, issued, floor_end, "launch_floor"),
             (carrier, floor_end, gaps.end_ns, "launch_latency"),
             (kernel & ~carrier, issued, gaps.end_ns, "graph_internal"),

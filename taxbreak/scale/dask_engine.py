@@ -49,35 +49,28 @@ def dask_client(scheduler: str | None = None, scheduler_file: str | None = None,
         return
     # Workers already use the cores: none forks a parse helper (spawned workers inherit this).
     os.environ.setdefault(ENV_WORKERS, "0")
-    with _without_malloc_trim(), _without_worker_profiler(), distributed.LocalCluster(
+    with _local_cluster_config(), distributed.LocalCluster(
             n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
         yield client
 
 
 @contextmanager
-def _without_worker_profiler():
-    """Dask workers sample the stack of their task thread every 10 ms by default
-    (``distributed.worker.profile``, for the dashboard's profile page). A taxbreak task is
-    Python-bound, so each sample takes the GIL from it: 40 traces of 100 k events ran 16 %
-    slower than on the local engine with it, level without it (docs/performance.md, "Fleets").
-    The nannies pass this config to the workers they start; docs/scale.md says how to turn
-    it off on a real cluster."""
-    import dask
+def _local_cluster_config():
+    """Dask settings for the LocalCluster taxbreak starts (docs/scale.md says how to set the
+    same on a real cluster; the figures are in docs/performance.md, "Fleets"):
 
-    with dask.config.set({"distributed.worker.profile.enabled": False}):
-        yield
-
-
-@contextmanager
-def _without_malloc_trim():
-    """Dask's nanny starts workers with ``MALLOC_TRIM_THRESHOLD_=65536``. Setting it turns off
-    glibc's adaptive mmap threshold, so each of the decomposer's large numpy/Arrow buffers is
-    mapped and page-faulted anew: a 100 k-event trace cost ~40 % more CPU in such a worker
-    (docs/performance.md, "Fleets"). ``None`` unsets it (distributed.nanny._get_env_variables),
-    only for the cluster taxbreak starts; docs/scale.md says how to do the same on a real cluster.
-    A nanny that ran earlier in this process leaves the value in ``os.environ`` (Dask documents
-    that leak), where spawned workers would inherit it: that copy is held back while ours start."""
+    * the nanny's ``MALLOC_TRIM_THRESHOLD_=65536`` unset (``None``,
+      distributed.nanny._get_env_variables): setting it turns off glibc's adaptive mmap
+      threshold, so each large numpy/Arrow buffer of the decomposer is mapped and
+      page-faulted anew (a 100 k-event trace cost ~40 % more CPU). A nanny that ran earlier
+      in this process leaves the value in ``os.environ`` (Dask documents that leak), where
+      spawned workers would inherit it: that copy is held back while ours start;
+    * the workers' sampling profiler off (``distributed.worker.profile``): it samples the
+      task thread every 10 ms and each sample takes the GIL from a Python-bound task
+      (40 traces of 100 k events: +16 % with it, level without it). The nannies pass the
+      config on to the workers they start.
+    """
     import dask
 
     key = "MALLOC_TRIM_THRESHOLD_"
@@ -86,7 +79,8 @@ def _without_malloc_trim():
     if leaked is not None:
         del os.environ[key]
     try:
-        with dask.config.set({f"distributed.nanny.pre-spawn-environ.{key}": None}):
+        with dask.config.set({f"distributed.nanny.pre-spawn-environ.{key}": None,
+                              "distributed.worker.profile.enabled": False}):
             yield
     finally:
         if leaked is not None:

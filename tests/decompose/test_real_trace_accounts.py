@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from conftest import shared_trace_paths
+from planted_expect import _merge  # touching pieces joined (step boundaries cut an idle piece)
 from taxbreak.decompose import analyze
 from taxbreak.decompose.analysis import _span
 from taxbreak.decompose.intervals import union_intervals
@@ -64,22 +65,11 @@ def test_idle_launch_latency_is_the_kernels_exposed_launch_latency(analysed):
         dk = k[k["device"] == device]
         want = sorted(zip((dk["start_ns"] - dk["launch_latency_ns"]).astype("int64"), dk["start_ns"].astype("int64")))
         got = idle[(idle["device"] == device) & (idle["cause"] == "launch_latency")]
-        merged = _merge(sorted(zip(got["start_ns"].astype("int64"), got["end_ns"].astype("int64"))))
+        merged = _merge(list(zip(got["start_ns"].astype("int64"), got["end_ns"].astype("int64"))))
         assert merged == _merge(want)
     s = a.summary["all"]
     if s["idle_by_cause_us"] is not None and s["launch_latency_us"] is not None:
         assert s["idle_by_cause_us"]["launch_latency"] == s["launch_latency_us"]
-
-
-def _merge(intervals: list) -> list:
-    """Touching pieces joined (step boundaries cut an idle piece in two)."""
-    out: list = []
-    for lo, hi in intervals:
-        if out and lo <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], hi))
-        else:
-            out.append((int(lo), int(hi)))
-    return out
 
 
 def test_scope_sums_conserve(analysed):
