@@ -140,8 +140,12 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
         links = link(views, marker, diags)
         kernels = build_kernels(views, links, floor, diags)
         _assign_steps(kernels, steps)
-        idle = attribute_idle(views, links.dev_api, marker, steps, window, issued_path(kernels))
-        partition = partition_job.result()
+        path = issued_path(kernels)
+        # the idle pieces before a launch read the partition's labelled segments
+        partition, lanes = partition_job.result()
+        del partition_job  # the future would keep the segments alive to the end
+        idle = attribute_idle(views, links.dev_api, lanes, steps, window, path)
+        del lanes
     # the links, the idle attribution and the partition freed large temporaries on the heap
     release_freed_heap()
     # runs recorded in the trace itself first, then the manifest's count

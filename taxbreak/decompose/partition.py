@@ -24,6 +24,8 @@ device activity.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
@@ -70,11 +72,66 @@ def _lane_spans(views: Views) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
+@dataclass
+class LaneLabels:
+    """The labelled segments of the host partition, kept for the idle attribution.
+
+    Lane ``k``'s boundaries are ``t_ns[lane_start[k]:lane_start[k + 1]]`` (its
+    first event start to its last event end, sorted); ``label[i]`` is the label of
+    ``[t_ns[i], t_ns[i + 1])`` inside a lane (the entry at a lane's last boundary
+    is meaningless). Outside a lane's span the thread is ``untraced``.
+    """
+
+    t_ns: np.ndarray
+    label: np.ndarray
+    lane_start: np.ndarray
+
+    def pieces(self, lane: np.ndarray, q0: np.ndarray, q1: np.ndarray) -> tuple[np.ndarray, ...]:
+        """``[q0, q1)`` on ``lane`` (q1 > q0) cut at the segment boundaries:
+        ``(query, start_ns, end_ns, label)``, in query order, start order within one.
+        One vectorized search per lane that has queries (a trace has few lanes)."""
+        parts = [self._lane_pieces(int(k), idx, q0[idx], q1[idx]) for k, idx in _by_lane(lane)]
+        if not parts:
+            empty = np.zeros(0, np.int64)
+            return empty, empty, empty, np.zeros(0, np.int8)
+        query, start, end, label = (np.concatenate(col) for col in zip(*parts))
+        order = np.lexsort((start, query))
+        return query[order], start[order], end[order], label[order]
+
+    def _lane_pieces(self, k: int, idx, q0, q1) -> tuple[np.ndarray, ...]:
+        t = self.t_ns[self.lane_start[k]:self.lane_start[k + 1]]
+        lab = self.label[self.lane_start[k]:max(self.lane_start[k + 1] - 1, self.lane_start[k])]
+        p0 = np.searchsorted(t, q0, side="right")  # boundaries strictly inside the query
+        p1 = np.searchsorted(t, q1, side="left")  # are t[p0] .. t[p1 - 1]
+        count = p1 - p0 + 1
+        qid = np.repeat(np.arange(len(q0)), count)
+        j = np.arange(len(qid)) - np.repeat(np.cumsum(count) - count, count)
+        at = p0[qid] + j  # the boundary that ends piece j (the query's end for the last)
+        last = j == count[qid] - 1
+        top = max(len(t) - 1, 0)
+        start = np.where(j == 0, q0[qid], t[np.clip(at - 1, 0, top)] if len(t) else 0)
+        end = np.where(last, q1[qid], t[np.clip(at, 0, top)] if len(t) else 0)
+        seg = at - 1  # the segment each piece lies in; none before the first or after the last boundary
+        inside = (seg >= 0) & (seg < len(lab))
+        label = np.zeros(len(qid), np.int8)
+        label[inside] = lab[seg[inside]]
+        return idx[qid], start, end, label
+
+
+def _by_lane(lane: np.ndarray):
+    """``(lane, positions)`` of each distinct lane."""
+    order = np.argsort(lane, kind="stable")
+    lanes, first = np.unique(lane[order], return_index=True)
+    return zip(lanes, np.split(order, first[1:]))
+
+
 def host_partition(views: Views, marker: np.ndarray, steps: Steps,
-                   busy: tuple[np.ndarray, np.ndarray]) -> pd.DataFrame:
-    """One row per (pid, tid, step): the host partition in ns (see module docstring)."""
+                   busy: tuple[np.ndarray, np.ndarray]) -> tuple[pd.DataFrame, LaneLabels]:
+    """One row per (pid, tid, step): the host partition in ns (see module docstring),
+    and its labelled segments (:class:`LaneLabels`) for the idle attribution."""
     if views.n_lanes == 0:
-        return _empty()
+        empty = np.zeros(0, np.int64)
+        return _empty(), LaneLabels(empty, np.zeros(0, np.int8), np.zeros(1, np.int64))
     lane, start, end, cat = _categories(views, marker)
     lo, hi = _lane_spans(views)
     step_b = sorted_unique(np.concatenate([steps.table["start_ns"], steps.table["end_ns"]]).astype(np.int64))
@@ -97,10 +154,11 @@ def host_partition(views: Views, marker: np.ndarray, steps: Steps,
     covered = covered_before(busy[0], busy[1], t)
     busy_ns = covered[1:] - covered[:-1]
     del covered
+    lanes = LaneLabels(t, label, np.searchsorted(seg_lane, np.arange(views.n_lanes + 1)))
     ok = seg_lane[:-1] == seg_lane[1:]  # segments between two lanes are not segments
     if ok.all():  # views, not copies: at 10 M events each copy is ~80 MB
-        return _aggregate(views, seg_lane[:-1], steps, t[:-1], t[1:], label, busy_ns)
-    return _aggregate(views, seg_lane[:-1][ok], steps, t[:-1][ok], t[1:][ok], label[ok], busy_ns[ok])
+        return _aggregate(views, seg_lane[:-1], steps, t[:-1], t[1:], label, busy_ns), lanes
+    return _aggregate(views, seg_lane[:-1][ok], steps, t[:-1][ok], t[1:][ok], label[ok], busy_ns[ok]), lanes
 
 
 def _boundary_keys(clock, *parts: tuple[np.ndarray, np.ndarray]) -> np.ndarray:

@@ -109,7 +109,14 @@ class KernelArrays:
     queue_start_ns: np.ndarray  # where the queue wait begins (-1: none)
     name_codes: np.ndarray  # categorical codes of the kernel name, -1 for none
     n_names: int
-    components: dict  # SUM_COLS column -> (int64 values with NA as 0, NA mask)
+    components: dict  # SUM_COLS column -> its Series in Analysis.kernels (see ``component``)
+
+    def component(self, col: str) -> tuple[np.ndarray, np.ndarray]:
+        """(int64 values with NA as 0, NA mask) of one component column. Taken out per
+        use, not held for every column: at 10 M events the nine columns are ~130 MB,
+        and the step and phase tables run side by side."""
+        values = self.components[col]
+        return values.to_numpy(np.int64, na_value=0), values.isna().to_numpy(bool)
 
 
 def kernel_arrays(kernels: pd.DataFrame) -> KernelArrays:
@@ -120,8 +127,7 @@ def kernel_arrays(kernels: pd.DataFrame) -> KernelArrays:
                         kernels["dur_ns"].to_numpy(np.int64), kernels["launch_start_ns"].isna().to_numpy(bool),
                         full.to_numpy(bool), kernels["queue_start_ns"].to_numpy(np.int64, na_value=-1),
                         names.cat.codes.to_numpy(np.int64), len(names.cat.categories),
-                        {col: (kernels[col].to_numpy(np.int64, na_value=0), kernels[col].isna().to_numpy(bool))
-                         for col in SUM_COLS})
+                        {col: kernels[col] for col in SUM_COLS})
 
 
 def grouped_metrics(kernels: KernelArrays, partition: pd.DataFrame, grouping: Grouping, groups: list,
@@ -249,7 +255,8 @@ def _sums(k: KernelArrays, k_g: np.ndarray, n: int) -> dict:
     value is not NA (``sum(min_count=1)``)."""
     kern_g = np.where(k.is_kernel, k_g, -1)
     out = {}
-    for col, (values, na) in k.components.items():
+    for col in k.components:
+        values, na = k.component(col)
         g = np.where(na, -1, kern_g)
         out[col] = (_group_sum(g, values, n), _group_count(g, n) > 0)
     return out
@@ -351,7 +358,7 @@ NO_DEVICE = "no device activity in the trace"
 
 def _queue(k: KernelArrays, k_g: np.ndarray, n: int, ctx: Context) -> dict:
     """Queue-wait distribution per group: median, p99 and the union of waiting intervals."""
-    values, na = k.components["queue_wait_ns"]
+    values, na = k.component("queue_wait_ns")
     g = np.where(k.is_kernel & ~na, k_g, -1)
     has = _group_count(g, n) > 0
     waiting = np.where(values > 0, g, -1)
