@@ -5,7 +5,7 @@ import click
 
 from ..report.tables_csv import CSV_TABLES, table_csv, write_csv_tables
 from ..trace.errors import UsageError
-from ..trace.text import json_for_terminal
+from ..trace.text import json_bytes_for_terminal
 from .errors import handle_errors
 from .many import dispatch_folder, folder_options
 from .status import quiet_option, working
@@ -61,7 +61,7 @@ def analyze(traces: tuple[str, ...], floor_us, step_pattern, tokens, as_json: bo
         click.echo(table_csv(result, table), nl=False)
         return
     if as_json:
-        click.echo(json_for_terminal(result.to_json()))
+        click.echo(json_bytes_for_terminal(result.to_json_bytes()))  # bytes: written as they are
         return
     from rich.console import Console  # on use: `analyze --help` does not need rich
 

@@ -121,14 +121,14 @@ def _snapshot_writer(result: Analysis):
     0.99 s (files ~1.5x larger) and reads back faster.
     """
     tables = {name: pa.Table.from_pandas(getattr(result, name), preserve_index=False) for name in FRAMES}
-    summary_json = result.to_json()
+    summary_json = result.to_json_bytes()
     meta_json = result.tables.meta_json()
 
     def write(folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         for name, table in tables.items():
             feather.write_feather(table, folder / f"{name}.arrow", compression="lz4")
-        (folder / "summary.json").write_text(summary_json)
+        (folder / "summary.json").write_bytes(summary_json)
         (folder / META_FILE).write_text(meta_json)  # a hit then needs no table for a report
 
     return write

@@ -47,3 +47,12 @@ def json_for_terminal(text: str) -> str:
     ``\\uXXXX`` escape: the same JSON values, nothing a terminal acts upon.
     (JSON encoders escape C0 already; DEL, C1 and bidi characters they pass raw.)"""
     return text.translate(_JSON_ESCAPES)
+
+
+def json_bytes_for_terminal(data: bytes) -> bytes:
+    """:func:`json_for_terminal` of UTF-8 JSON bytes, as UTF-8 bytes. ASCII JSON
+    (the usual summary: every name ASCII) can hold only DEL of those characters,
+    so it is returned as it is, with no text copy of a ~100 MB summary."""
+    if data.isascii() and b"\x7f" not in data:
+        return data
+    return json_for_terminal(data.decode()).encode()

@@ -9,13 +9,13 @@ import json
 import re
 
 from click.testing import CliRunner
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from rich.console import Console
 
 from taxbreak.cli.main import main
 from taxbreak.report.console_text import markup_text
-from taxbreak.trace.text import is_safe, json_for_terminal, safe_text
+from taxbreak.trace.text import is_safe, json_bytes_for_terminal, json_for_terminal, safe_text
 
 from .traces import LIBRARY, NATIVE_1, write_planted
 
@@ -69,6 +69,21 @@ def test_json_for_terminal_keeps_the_same_values(value):
     out = json_for_terminal(text)
     assert json.loads(out) == value
     assert not FORBIDDEN.search(out)
+
+
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(),
+                    lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner), max_leaves=20))
+def test_json_bytes_for_terminal_is_the_text_version_as_utf8(value):
+    text = json.dumps(value, indent=1, ensure_ascii=False)
+    assume(not re.search("[\ud800-\udfff]", text))  # lone surrogates: not UTF-8 an encoder writes
+    data = text.encode()
+    assert json_bytes_for_terminal(data) == json_for_terminal(text).encode()
+
+
+def test_ascii_json_bytes_are_passed_through_uncopied():
+    data = b'{"name": "aten::mm"}'
+    assert json_bytes_for_terminal(data) is data
+    assert json_bytes_for_terminal(b'{"name": "a\x7fb"}') == b'{"name": "a\\u007fb"}'
 
 
 def _hostile_trace(path):
