@@ -394,22 +394,29 @@ def fetch_int_columns(path: Path, table: str, specs: tuple[ns.Col, ...], present
                       chunk_rows: int = FAST_CHUNK_ROWS, guard=None) -> dict[str, np.ndarray] | None:
     """All-integer columns of ``table`` without a Python object per value, or None to use ``fetch``.
 
-    Python's ``sqlite3`` makes a tuple of ints per row (~4 s per 500 k kernel rows); here
-    SQLite formats each rowid range as CSV text itself (``printf`` + ``group_concat``, the
+    Python's ``sqlite3`` makes a tuple of ints per row (~4 s per 500 k kernel rows). The
+    ADBC SQLite driver, when installed, reads them straight into Arrow (``adbc_int_columns``);
+    else SQLite formats each rowid range as CSV text itself (``printf`` + ``group_concat``, the
     same ``CAST(COALESCE(…))`` expressions, so the same integers) and Arrow's CSV reader
     parses it. Ranges are read on two connections at once: SQLite runs the whole aggregate
     without the GIL. Rowid ranges in order are the order of a full scan. A view or a table
     without rowids, or text that does not parse, gives None (the row-by-row path decides).
     """
     exprs = ", ".join(_expr(spec, present) for spec in specs)
+    try:
+        with _connect(path, guard) as conn:
+            low, high = conn.execute(f'SELECT min(rowid), max(rowid) FROM "{table}"').fetchone()
+    except sqlite3.Error:
+        return None
+    if low is None:
+        return None
+    columns = adbc_int_columns(path, table, specs, exprs, (low, high))
+    if columns is not None:
+        return columns
     fmt = ",".join(["%d"] * len(specs))
     sql = (f"SELECT group_concat(printf('{fmt}', {exprs}), char(10)) FROM "
            f'"{table}" WHERE rowid BETWEEN ? AND ?')
     try:
-        with _connect(path, guard) as conn:
-            low, high = conn.execute(f'SELECT min(rowid), max(rowid) FROM "{table}"').fetchone()
-        if low is None:
-            return None
         ranges = [(start, min(start + chunk_rows - 1, high)) for start in range(low, high + 1, chunk_rows)]
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="taxbreak-nsys") as pool:
             texts = list(pool.map(lambda r: _range_text(path, sql, r, guard), _halves(ranges)))
@@ -419,6 +426,49 @@ def fetch_int_columns(path: Path, table: str, specs: tuple[ns.Col, ...], present
     if not parts:
         return None
     return {s.out: np.concatenate([part[s.out] for part in parts]) for s in specs}
+
+
+def adbc_int_columns(path: Path, table: str, specs: tuple[ns.Col, ...], exprs: str,
+                     rowids: tuple[int, int]) -> dict[str, np.ndarray] | None:
+    """The integer columns read by the ADBC SQLite driver (``adbc-driver-sqlite``), or None.
+
+    The driver steps the same query in C and appends each integer to an Arrow column:
+    no Python object and no text per value (500 k kernel rows of 20 columns: 0.85 s
+    against 2.0 s through CSV text, one connection). The two halves of the rowid range
+    are read on two connections at once (the driver runs without the GIL).
+
+    None (the caller's SQLite paths decide) when the driver is not installed, when
+    ``$TAXBREAK_NSYS_MAX_STEPS`` lowers the work bound (only ``sqlite3`` connections
+    carry its progress handler; a scan of a stored table's integers is linear in the
+    file, so the default bound is out of its reach) or on any driver error.
+    """
+    if os.environ.get(ENV_MAX_STEPS):
+        return None
+    try:
+        from adbc_driver_sqlite import dbapi
+    except ImportError:
+        return None
+    sql = f'SELECT {exprs} FROM "{table}" WHERE rowid BETWEEN ? AND ?'
+    low, high = rowids
+    mid = low + (high - low) // 2
+    halves = [(low, mid), (mid + 1, high)] if high > low else [(low, high)]
+    try:
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="taxbreak-nsys") as pool:
+            parts = list(pool.map(lambda r: _adbc_range(dbapi, path, sql, r), halves))
+        columns = pa.concat_tables([part for part in parts if part.num_rows])
+    except (dbapi.Error, pa.ArrowInvalid, ValueError):
+        return None
+    if columns.num_columns != len(specs) or not all(t == pa.int64() for t in columns.schema.types):
+        return None  # every expression is CAST(… AS INTEGER) or a comparison: anything else is not ours
+    return {s.out: columns.column(i).to_numpy() for i, s in enumerate(specs)}
+
+
+def _adbc_range(dbapi, path: Path, sql: str, rowids: tuple[int, int]) -> pa.Table:
+    uri = f"file:{pathname2url(str(path.resolve()))}?mode=ro&immutable=1"
+    with dbapi.connect(uri) as conn, conn.cursor() as cursor:
+        cursor.execute("PRAGMA trusted_schema=OFF")
+        cursor.execute(sql, rowids)
+        return cursor.fetch_arrow_table()
 
 
 def _halves(ranges: list[tuple[int, int]]) -> list[list[tuple[int, int]]]:

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import sqlite3
+import sys
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -45,7 +47,15 @@ def _row_by_row(path, table, specs):
     return nsys_db._to_columns(rows, specs), present
 
 
-def test_bulk_integers_equal_row_by_row_with_nulls_reals_text_and_extremes(tmp_path):
+@pytest.fixture(params=["adbc", "csv"])
+def bulk_path(request, monkeypatch):
+    """Both bulk paths: the ADBC driver's, and SQLite's CSV text when the driver is absent."""
+    if request.param == "csv":
+        monkeypatch.setitem(sys.modules, "adbc_driver_sqlite", None)  # its import raises ImportError
+    return request.param
+
+
+def test_bulk_integers_equal_row_by_row_with_nulls_reals_text_and_extremes(tmp_path, bulk_path):
     path = tmp_path / "ints.sqlite"
     rows = [(1, 2, 0, 7, 1, 3), (None, 5, None, 2**63 - 1, -2**63, 1), (2.75, "12", "abc", -1, 0, None),
             (1e20, -1e20, 1, 2, 3, 4)] + [(i, i + 1, 0, 9, i, 2) for i in range(5000)]
@@ -56,9 +66,21 @@ def test_bulk_integers_equal_row_by_row_with_nulls_reals_text_and_extremes(tmp_p
     for name in want:
         assert got[name].dtype == np.int64 and np.array_equal(got[name], want[name]), name
     assert got["start_ns"][1] == -1 and got["start_ns"][2] == 2 and got["event_class"][2] == 0
+    exprs = ", ".join(nsys_db._expr(spec, present) for spec in ns.RUNTIME_COLS)
+    direct = nsys_db.adbc_int_columns(path, "CUPTI_ACTIVITY_KIND_RUNTIME", ns.RUNTIME_COLS, exprs, (1, len(rows)))
+    assert (direct is None) == (bulk_path == "csv")  # the driver is a dependency: its path is the one taken
 
 
-def test_bulk_integers_give_way_on_a_view(tmp_path):
+def test_the_adbc_path_gives_way_to_a_lowered_work_bound(tmp_path, monkeypatch):
+    path = tmp_path / "ints.sqlite"
+    _export(path, [(1, 2, 0, 7, 1, 3)])
+    exprs = ", ".join(nsys_db._expr(spec, {"start"}) for spec in ns.RUNTIME_COLS)
+    assert nsys_db.adbc_int_columns(path, "CUPTI_ACTIVITY_KIND_RUNTIME", ns.RUNTIME_COLS, exprs, (1, 1)) is not None
+    monkeypatch.setenv(nsys_db.ENV_MAX_STEPS, "1000000")  # only sqlite3 connections can charge it
+    assert nsys_db.adbc_int_columns(path, "CUPTI_ACTIVITY_KIND_RUNTIME", ns.RUNTIME_COLS, exprs, (1, 1)) is None
+
+
+def test_bulk_integers_give_way_on_a_view(tmp_path, bulk_path):
     path = tmp_path / "ints.sqlite"
     _export(path, [(1, 2, 0, 7, 1, 3)])
     present = {"start", "end", "eventClass", "globalTid", "correlationId", "nameId"}
@@ -81,7 +103,7 @@ def test_big_export_reads_back_with_exact_counts(tmp_path):
     assert (k["start_ns"].to_numpy() > (a["start_ns"] + a["dur_ns"]).to_numpy()).all()
 
 
-def test_text_and_integer_columns_read_apart_equal_rows_read_whole(tmp_path):
+def test_text_and_integer_columns_read_apart_equal_rows_read_whole(tmp_path, bulk_path):
     """NVTX rows (integers plus text, some NULL, some not UTF-8) through ``NsysDb.fetch``."""
     from pathlib import Path
 
