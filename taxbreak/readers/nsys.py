@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 
 from taxbreak.trace.diagnostics import Diagnostics
 from taxbreak.trace.errors import ToolMissingError, TraceFormatError, TraceNotFoundError
+from taxbreak.trace.memory import release_freed_heap
 from taxbreak.trace.tables import TraceMeta, TraceTables
 
 from . import nsys_schema as ns
@@ -112,9 +113,14 @@ def _run_export(nsys: str, rep: Path, out: Path, timeout_s: float | None) -> Non
 
 def _read_tables(db: NsysDb) -> TraceTables:
     diags = Diagnostics()
+    # Each reader's fetched columns and intermediates are freed when it returns but stay
+    # resident until trimmed (1 M rows: read peak 766 -> 633 MiB with the trims).
     api_calls = read_api_calls(db, diags)
+    release_freed_heap()
     device = read_device_activities(db, diags)
+    release_freed_heap()
     nvtx = read_nvtx(db, diags)
+    release_freed_heap()
     meta = read_meta(db, device_ids(device), diags)
     _fold_nvtx_names(meta, nvtx)
     diags.add("nsys.invalid_utf8", db.text.invalid, db.text.example)

@@ -23,6 +23,7 @@ from taxbreak.trace.errors import TraceFormatError, TraceNotFoundError, Unsuppor
 from taxbreak.trace.schema import NO_ID
 
 from . import nsys_schema as ns
+from .nsys_adbc import ENV_MAX_STEPS, adbc_int_columns, adbc_text_columns
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 SQLITE_HEADER_BYTES = 100
@@ -33,7 +34,6 @@ EXPORT_HINT = "export the report with `nsys export --type sqlite --output trace.
 # Bounds on hostile exports (docs/reliability.md, "Nsight SQLite"). A real export
 # costs under 1 SQLite VM instruction per file byte to read; the work bound is
 # 100 per byte (at least 100 M), so only a runaway schema reaches it.
-ENV_MAX_STEPS = "TAXBREAK_NSYS_MAX_STEPS"
 ENV_MAX_STRING = "TAXBREAK_NSYS_MAX_STRING_BYTES"
 STEPS_PER_BYTE = 100
 MIN_STEPS = 100_000_000
@@ -99,26 +99,29 @@ class NsysDb:
         """Run ``sql``; a damaged file raises ``nsys.corrupt`` naming ``where``."""
         return self._guarded(lambda: self.conn.execute(sql).fetchall(), where)
 
-    def fetch(self, table: str, specs: tuple[ns.Col, ...]) -> dict[str, np.ndarray]:
+    def fetch(self, table: str, specs: tuple[ns.Col, ...], arrow_text: bool = False) -> dict:
         """All rows of ``table`` as numpy columns named by ``specs``.
 
         Integer columns are int64 (NULL -> the spec's default), text columns
-        object arrays. An absent table gives empty columns. Rows are converted
-        in chunks of ``FETCH_ROWS`` so that at most one chunk of Python tuples
-        is alive at a time.
+        object arrays, or Arrow string arrays with ``arrow_text`` (then read by
+        the ADBC driver when it can: no Python string per row). An absent table
+        gives empty columns. Rows are converted in chunks of ``FETCH_ROWS`` so
+        that at most one chunk of Python tuples is alive at a time.
         """
         present = set(self.columns(table))
-        if not present:
-            return _to_columns([], specs)
-        fast = self._fetch_bulk(table, specs, present)
-        if fast is not None:
-            return fast
-        sql = f'SELECT {", ".join(_expr(spec, present) for spec in specs)} FROM "{table}"'
-        return self._guarded(lambda: self._fetch_chunks(sql, specs), table)
+        out = self._fetch_bulk(table, specs, present, arrow_text) if present else _to_columns([], specs)
+        if out is None:
+            sql = f'SELECT {", ".join(_expr(spec, present) for spec in specs)} FROM "{table}"'
+            out = self._guarded(lambda: self._fetch_chunks(sql, specs), table)
+        if arrow_text:
+            out.update({s.out: _as_arrow_text(out[s.out]) for s in specs if s.text})
+        return out
 
-    def _fetch_bulk(self, table: str, specs: tuple[ns.Col, ...], present: set[str]) -> dict | None:
-        """The integer columns through ``fetch_int_columns``, text columns alone row by row
-        (a 1-tuple per row instead of one per row of all columns); None: use the full row path."""
+    def _fetch_bulk(self, table: str, specs: tuple[ns.Col, ...], present: set[str],
+                    arrow_text: bool = False) -> dict | None:
+        """The integer columns through ``fetch_int_columns``; text columns through the ADBC
+        driver (``arrow_text``) or alone row by row (a 1-tuple per row instead of one per row
+        of all columns); None: use the full row path."""
         numbers = tuple(s for s in specs if not s.text)
         texts = tuple(s for s in specs if s.text)
         if not numbers:
@@ -126,6 +129,12 @@ class NsysDb:
         out = self._guarded(lambda: fetch_int_columns(self.path, table, numbers, present, guard=self.guard), table)
         if out is None or not texts:
             return out
+        n_rows = len(out[numbers[0].out])
+        arrow = adbc_text_columns(self.path, table, [s.out for s in texts], [_expr(s, present) for s in texts],
+                                  min(_env_int(ENV_MAX_STRING, MAX_STRING_BYTES), 2**31 - 1)) if arrow_text else None
+        if arrow is not None and all(len(v) == n_rows for v in arrow.values()):
+            out.update(arrow)
+            return {s.out: out[s.out] for s in specs}
         sql = f'SELECT {", ".join(_expr(spec, present) for spec in texts)} FROM "{table}"'
         out.update(self._guarded(lambda: self._fetch_chunks(sql, texts), table))
         if any(len(out[s.out]) != len(out[numbers[0].out]) for s in texts):
@@ -410,7 +419,7 @@ def fetch_int_columns(path: Path, table: str, specs: tuple[ns.Col, ...], present
         return None
     if low is None:
         return None
-    columns = adbc_int_columns(path, table, specs, exprs, (low, high))
+    columns = adbc_int_columns(path, table, [s.out for s in specs], exprs, (low, high))
     if columns is not None:
         return columns
     fmt = ",".join(["%d"] * len(specs))
@@ -428,47 +437,11 @@ def fetch_int_columns(path: Path, table: str, specs: tuple[ns.Col, ...], present
     return {s.out: np.concatenate([part[s.out] for part in parts]) for s in specs}
 
 
-def adbc_int_columns(path: Path, table: str, specs: tuple[ns.Col, ...], exprs: str,
-                     rowids: tuple[int, int]) -> dict[str, np.ndarray] | None:
-    """The integer columns read by the ADBC SQLite driver (``adbc-driver-sqlite``), or None.
-
-    The driver steps the same query in C and appends each integer to an Arrow column:
-    no Python object and no text per value (500 k kernel rows of 20 columns: 0.85 s
-    against 2.0 s through CSV text, one connection). The two halves of the rowid range
-    are read on two connections at once (the driver runs without the GIL).
-
-    None (the caller's SQLite paths decide) when the driver is not installed, when
-    ``$TAXBREAK_NSYS_MAX_STEPS`` lowers the work bound (only ``sqlite3`` connections
-    carry its progress handler; a scan of a stored table's integers is linear in the
-    file, so the default bound is out of its reach) or on any driver error.
-    """
-    if os.environ.get(ENV_MAX_STEPS):
-        return None
-    try:
-        from adbc_driver_sqlite import dbapi
-    except ImportError:
-        return None
-    sql = f'SELECT {exprs} FROM "{table}" WHERE rowid BETWEEN ? AND ?'
-    low, high = rowids
-    mid = low + (high - low) // 2
-    halves = [(low, mid), (mid + 1, high)] if high > low else [(low, high)]
-    try:
-        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="taxbreak-nsys") as pool:
-            parts = list(pool.map(lambda r: _adbc_range(dbapi, path, sql, r), halves))
-        columns = pa.concat_tables([part for part in parts if part.num_rows])
-    except (dbapi.Error, pa.ArrowInvalid, ValueError):
-        return None
-    if columns.num_columns != len(specs) or not all(t == pa.int64() for t in columns.schema.types):
-        return None  # every expression is CAST(… AS INTEGER) or a comparison: anything else is not ours
-    return {s.out: columns.column(i).to_numpy() for i, s in enumerate(specs)}
-
-
-def _adbc_range(dbapi, path: Path, sql: str, rowids: tuple[int, int]) -> pa.Table:
-    uri = f"file:{pathname2url(str(path.resolve()))}?mode=ro&immutable=1"
-    with dbapi.connect(uri) as conn, conn.cursor() as cursor:
-        cursor.execute("PRAGMA trusted_schema=OFF")
-        cursor.execute(sql, rowids)
-        return cursor.fetch_arrow_table()
+def _as_arrow_text(values) -> pa.Array | pa.ChunkedArray:
+    """A text column as Arrow strings (object arrays of str/None converted, Arrow kept as it is)."""
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        return values
+    return pa.array(values, type=pa.string())
 
 
 def _halves(ranges: list[tuple[int, int]]) -> list[list[tuple[int, int]]]:

@@ -44,7 +44,8 @@ from .nsys_db import NsysDb, constant_strings, split_global_id, unique_inverse
 OP_PATTERN = r"^(?:aten::|[A-Za-z_]\w*::[A-Za-z_]\w*(?:\.\w+)?, (?:seq|op_id) = )"
 # RE2 patterns (pyarrow) over getNvtxStr names; unmatched fields are null.
 OP_NAME_PATTERN = r"^(?P<op>[^,]*)"
-SEQ_PATTERN = r", seq = (?P<seq>-?\d+)"
+# At most 18 digits (fits int64): a longer number in a hostile export is no sequence number (NO_ID).
+SEQ_PATTERN = r", seq = (?P<seq>-?\d{1,18})(?:[^0-9]|$)"
 SIZES_PATTERN = r", sizes = (?P<sizes>\[.*?\])(?:, input_op_ids = |$)"
 
 
@@ -63,22 +64,24 @@ def read_nvtx(db: NsysDb, diags: Diagnostics) -> NvtxResult:
     """Split NVTX_EVENTS into ops, ranges, metadata records and diagnostics."""
     if not db.has(ns.NVTX):
         diags.add("nsys.missing_table", 1, f"{ns.NVTX} absent (no NVTX trace)")
-    c = db.fetch(ns.NVTX, ns.NVTX_COLS)
+    # Texts stay Arrow strings from the read to the tables (no Python string per row:
+    # at 10 M rows, 5 M op texts, every one distinct because of its op_id).
+    c = db.fetch(ns.NVTX, ns.NVTX_COLS, arrow_text=True)
     db.tally.read += len(c["start_ns"])
     types = db.enum_ids(ns.ENUM_EVENT_TYPE, ns.NVTX_TYPE_NAMES)
-    c["name"] = _range_names(db, c, diags)
+    names = _range_names(db, c.pop("text"), c["text_id"], diags)
     pid, tid = split_global_id(c["global_tid"])
     c["pid"], c["tid"] = pid, tid
     row_id = db.row_ids(len(pid))
     result = NvtxResult(host_events=pa.table({}), ranges=pa.table({}))
-    _fold_metadata(c, types, result, db, diags)
+    _fold_metadata(c, names, types, result, db, diags)
     is_range = np.isin(c["event_type"], [types["NvtxPushPopRange"], types["NvtxStartEndRange"]])
     open_ended = is_range & (c["has_end"] == 0)
     diags.add("nsys.empty_range", int(open_ended.sum()), "NVTX range without an end")
     kept = is_range & ~open_ended
     _count_unknown(c, types, is_range, db, diags)
     db.tally.dropped += int(open_ended.sum())
-    names = pa.array(c["name"][kept], pa.string())
+    names = names.filter(pa.array(kept))
     is_op = pc.fill_null(pc.match_substring_regex(names, OP_PATTERN), False).to_numpy(zero_copy_only=False)
     sub = {k: v[kept] for k, v in c.items()}
     result.host_events = _op_table(sub, row_id[kept], is_op, names, diags)
@@ -86,38 +89,42 @@ def read_nvtx(db: NsysDb, diags: Diagnostics) -> NvtxResult:
     return result
 
 
-def _range_names(db: NsysDb, c: dict, diags: Diagnostics) -> np.ndarray:
-    """``COALESCE(text, StringIds[textId])`` as an object array."""
-    names = c["text"].copy()
-    need = _is_null(names) & (c["text_id"] >= 0)
-    if need.any():
-        uniq, inverse = unique_inverse(c["text_id"][need])
-        names[need] = db.strings.lookup(uniq)[inverse.ravel()]
-        diags.add("nsys.unresolved_string", int((_is_null(names) & need).sum()),
-                  "NVTX record whose textId is not in StringIds")
+def _range_names(db: NsysDb, text: pa.Array, text_id: np.ndarray, diags: Diagnostics) -> pa.Array:
+    """``COALESCE(text, StringIds[textId])`` as an Arrow string array."""
+    need = text.is_null().to_numpy(zero_copy_only=False) & (text_id >= 0)
+    if not need.any():
+        return text
+    uniq, inverse = unique_inverse(text_id[need])
+    looked_up = pa.array(db.strings.lookup(uniq), pa.string()).take(pa.array(inverse.ravel(), pa.int64()))
+    position = np.cumsum(need) - 1  # row -> its place among the rows that need a lookup
+    from_ids = looked_up.take(pa.array(np.where(need, position, 0), pa.int64()))
+    names = pc.if_else(pa.array(need), from_ids, text)
+    diags.add("nsys.unresolved_string", int((names.is_null().to_numpy(zero_copy_only=False) & need).sum()),
+              "NVTX record whose textId is not in StringIds")
     return names
 
 
-def _is_null(values: np.ndarray) -> np.ndarray:
-    """Vectorized ``value is None`` over an object array of str/None."""
-    return pa.array(values, type=pa.string()).is_null().to_numpy(zero_copy_only=False)
-
-
-def _fold_metadata(c: dict, types: dict[str, int], result: NvtxResult, db: NsysDb, diags: Diagnostics) -> None:
+def _fold_metadata(c: dict, names: pa.Array, types: dict[str, int], result: NvtxResult, db: NsysDb,
+                   diags: Diagnostics) -> None:
     """Domain-creation, category and thread-name records name things; they are
     folded into TraceMeta and counted, not turned into rows."""
     folded = 0
     for type_name, key, target in (("NvtxDomainCreate", "domain_id", result.domains),
                                    ("NvtxCategory", "category", result.categories)):
         mask = c["event_type"] == types[type_name]
-        target.update({str(k): str(v) for k, v in zip(c[key][mask].tolist(), c["name"][mask]) if v is not None})
+        target.update({str(k): str(v) for k, v in zip(c[key][mask].tolist(), _texts(names, mask)) if v is not None})
         folded += int(mask.sum())
     mask = c["event_type"] == types["NvtxThread"]
     result.thread_names.update({f"{p}:{t}": str(v) for p, t, v in zip(
-        c["pid"][mask].tolist(), c["tid"][mask].tolist(), c["name"][mask]) if v is not None})
+        c["pid"][mask].tolist(), c["tid"][mask].tolist(), _texts(names, mask)) if v is not None})
     folded += int(mask.sum())
     diags.add("event.metadata", folded, "NVTX domain-creation, category or thread-name record")
     db.tally.metadata += folded
+
+
+def _texts(names: pa.Array, mask: np.ndarray) -> list:
+    """The names of the (few) masked rows as Python strings."""
+    return names.filter(pa.array(mask)).to_pylist() if mask.any() else []
 
 
 def _count_unknown(c: dict, types: dict[str, int], is_range: np.ndarray, db: NsysDb, diags: Diagnostics) -> None:

@@ -5,12 +5,13 @@ import sqlite3
 import sys
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from taxbreak.readers import nsys_db, nsys_schema as ns
+from taxbreak.readers import nsys_adbc, nsys_db, nsys_schema as ns
 from taxbreak.readers.nsys import read_nsys
 from taxbreak.synth.big_nsys import LAUNCHES_PER_STEP, write_big_nsys
 
@@ -67,7 +68,7 @@ def test_bulk_integers_equal_row_by_row_with_nulls_reals_text_and_extremes(tmp_p
         assert got[name].dtype == np.int64 and np.array_equal(got[name], want[name]), name
     assert got["start_ns"][1] == -1 and got["start_ns"][2] == 2 and got["event_class"][2] == 0
     exprs = ", ".join(nsys_db._expr(spec, present) for spec in ns.RUNTIME_COLS)
-    direct = nsys_db.adbc_int_columns(path, "CUPTI_ACTIVITY_KIND_RUNTIME", ns.RUNTIME_COLS, exprs, (1, len(rows)))
+    direct = nsys_adbc.adbc_int_columns(path, "CUPTI_ACTIVITY_KIND_RUNTIME", [s.out for s in ns.RUNTIME_COLS], exprs, (1, len(rows)))
     assert (direct is None) == (bulk_path == "csv")  # the driver is a dependency: its path is the one taken
 
 
@@ -75,9 +76,9 @@ def test_the_adbc_path_gives_way_to_a_lowered_work_bound(tmp_path, monkeypatch):
     path = tmp_path / "ints.sqlite"
     _export(path, [(1, 2, 0, 7, 1, 3)])
     exprs = ", ".join(nsys_db._expr(spec, {"start"}) for spec in ns.RUNTIME_COLS)
-    assert nsys_db.adbc_int_columns(path, "CUPTI_ACTIVITY_KIND_RUNTIME", ns.RUNTIME_COLS, exprs, (1, 1)) is not None
+    assert nsys_adbc.adbc_int_columns(path, "CUPTI_ACTIVITY_KIND_RUNTIME", [s.out for s in ns.RUNTIME_COLS], exprs, (1, 1)) is not None
     monkeypatch.setenv(nsys_db.ENV_MAX_STEPS, "1000000")  # only sqlite3 connections can charge it
-    assert nsys_db.adbc_int_columns(path, "CUPTI_ACTIVITY_KIND_RUNTIME", ns.RUNTIME_COLS, exprs, (1, 1)) is None
+    assert nsys_adbc.adbc_int_columns(path, "CUPTI_ACTIVITY_KIND_RUNTIME", [s.out for s in ns.RUNTIME_COLS], exprs, (1, 1)) is None
 
 
 def test_bulk_integers_give_way_on_a_view(tmp_path, bulk_path):
@@ -124,3 +125,104 @@ def test_text_and_integer_columns_read_apart_equal_rows_read_whole(tmp_path, bul
     assert list(got) == list(want)
     for name in want:
         assert got[name].dtype == want[name].dtype and list(got[name]) == list(want[name]), name
+
+
+def _nvtx_export(path, texts, start=0):
+    con = sqlite3.connect(path)
+    con.execute('CREATE TABLE "NVTX_EVENTS" (start INTEGER, end INTEGER, eventType INTEGER, text TEXT, '
+                'globalTid INTEGER, textId INTEGER, domainId INTEGER, category INTEGER)')
+    con.executemany('INSERT INTO "NVTX_EVENTS" VALUES (?,?,59,?,9,NULL,0,0)',
+                    [(start + i, start + i + 5, text) for i, text in enumerate(texts)])
+    con.execute('CREATE TABLE "StringIds" (id INTEGER PRIMARY KEY, value TEXT NOT NULL)')
+    con.commit()
+    con.close()
+
+
+def _arrow_fetch(path):
+    from pathlib import Path
+
+    db = nsys_db.open_export(Path(path))
+    try:
+        return db.fetch("NVTX_EVENTS", ns.NVTX_COLS, arrow_text=True), db
+    finally:
+        db.conn.close()
+
+
+def test_arrow_text_keeps_nulls_that_come_first_and_equals_the_row_path(tmp_path, bulk_path):
+    """The driver types a column from its first rows: 5,000 NULL texts, then text."""
+    path = tmp_path / "nvtx.sqlite"
+    texts = [None] * 5000 + [f"aten::mm, seq = {i}, op_id = {i}" for i in range(3000)] + [None, "é ünïcode"]
+    _nvtx_export(path, texts)
+    got, _ = _arrow_fetch(path)
+    assert got["text"].type == pa.string() and got["text"].to_pylist() == texts
+    want, _ = _row_by_row(path, "NVTX_EVENTS", ns.NVTX_COLS)
+    for name in want:
+        if name != "text":
+            assert np.array_equal(got[name], want[name]), name
+
+
+def test_arrow_text_gives_way_to_invalid_utf8_which_stays_counted(tmp_path, bulk_path):
+    path = tmp_path / "nvtx.sqlite"
+    _nvtx_export(path, ["aten::mm, seq = 1"] * 10)
+    con = sqlite3.connect(path)
+    con.execute("UPDATE NVTX_EVENTS SET text = CAST(x'61ff62' AS TEXT) WHERE rowid = 4")
+    con.commit()
+    con.close()
+    got, db = _arrow_fetch(path)
+    assert got["text"].to_pylist()[3] == "a\ufffdb" and db.text.invalid == 1
+    if bulk_path == "adbc":  # the driver would have passed the bytes on unchecked
+        assert nsys_adbc.adbc_text_columns(path, "NVTX_EVENTS", ["text"], ['CAST("text" AS TEXT)'], 2**20) is None
+
+
+def test_arrow_text_leaves_a_value_over_the_string_bound_to_sqlite(tmp_path, monkeypatch):
+    path = tmp_path / "nvtx.sqlite"
+    _nvtx_export(path, ["x" * 5000, "short"])
+    monkeypatch.setenv(nsys_db.ENV_MAX_STRING, "4096")
+    assert nsys_adbc.adbc_text_columns(path, "NVTX_EVENTS", ["text"], ['CAST("text" AS TEXT)'], 4096) is None
+    from pathlib import Path
+
+    from taxbreak.trace.errors import TraceFormatError
+    db = nsys_db.open_export(Path(path))
+    with pytest.raises(TraceFormatError) as err:
+        db.fetch("NVTX_EVENTS", ns.NVTX_COLS, arrow_text=True)
+    assert err.value.code == "nsys.string_limit"
+
+
+@pytest.mark.parametrize("deleted", [range(0, 0), range(100, 1200), range(2500, 4000), range(1, 3999)])
+def test_streamed_integers_close_gaps_left_by_deleted_rows(tmp_path, deleted):
+    """Arrays are sized by the rowid range; rows deleted in either half leave gaps that are closed."""
+    path = tmp_path / "ints.sqlite"
+    _export(path, [(i, i + 1, 0, 9, i, 2) for i in range(4000)])
+    con = sqlite3.connect(path)
+    if len(deleted):
+        con.execute('DELETE FROM "CUPTI_ACTIVITY_KIND_RUNTIME" WHERE rowid BETWEEN ? AND ?',
+                    (deleted.start + 1, deleted.stop))
+    con.commit()
+    low, high = con.execute('SELECT min(rowid), max(rowid) FROM "CUPTI_ACTIVITY_KIND_RUNTIME"').fetchone()
+    con.close()
+    want, present = _row_by_row(path, "CUPTI_ACTIVITY_KIND_RUNTIME", ns.RUNTIME_COLS)
+    exprs = ", ".join(nsys_db._expr(spec, present) for spec in ns.RUNTIME_COLS)
+    got = nsys_adbc.adbc_int_columns(path, "CUPTI_ACTIVITY_KIND_RUNTIME", [s.out for s in ns.RUNTIME_COLS],
+                                     exprs, (low, high))
+    assert got is not None and len(got["start_ns"]) == 4000 - len(deleted)
+    for name in want:
+        assert np.array_equal(got[name], want[name]), name
+
+
+def test_streamed_integers_give_way_to_a_value_that_is_not_an_integer(tmp_path):
+    path = tmp_path / "ints.sqlite"
+    _export(path, [(i, i + 1, 0, 9, i, 2) for i in range(100)])
+    got = nsys_adbc.adbc_int_columns(path, "CUPTI_ACTIVITY_KIND_RUNTIME", ["a", "b"],
+                                     "CAST(start AS INTEGER), CAST(start AS TEXT)", (1, 100))
+    assert got is None
+
+
+def test_a_sequence_number_beyond_int64_is_no_sequence_number(tmp_path, bulk_path):
+    """A hostile op text used to stop the read (Arrow cannot cast 20 digits to int64)."""
+    from taxbreak.trace.schema import NO_ID
+
+    path = tmp_path / "nvtx.sqlite"
+    _nvtx_export(path, ["aten::mm, seq = 99999999999999999999, op_id = 1", "aten::mm, seq = -12", "aten::mm, seq = 7, op_id = 3"])
+    ops = read_nsys(path).host_events
+    assert ops.column("sequence_nr").to_pylist() == [NO_ID, -12, 7]
+    assert ops.column("name").to_pylist() == ["aten::mm"] * 3
