@@ -150,8 +150,20 @@ def _by_start(table: pa.Table) -> pa.Table:
     if table.num_rows == 0:
         return table
     if _in_start_order(table):
-        return table.combine_chunks()  # what the take below gives then, without sorting or copying
+        return _one_chunk(table)  # what the take below gives then, without sorting
     return table.take(pc.sort_indices(table, sort_keys=[("start_ns", "ascending"), ("row_id", "ascending")]))
+
+
+def _one_chunk(table: pa.Table) -> pa.Table:
+    """One chunk per column, as ``combine_chunks`` gives, but without copying a column whose
+    rows all lie in one chunk: the device table is the kernel, memcpy and memset reads
+    concatenated, and in an export of kernels only the other three are empty (1 M rows: a
+    55 MB copy of the kernel names, 0.15-0.4 s)."""
+    columns = []
+    for column in table.columns:
+        filled = [chunk for chunk in column.chunks if len(chunk)]
+        columns.append(pa.chunked_array(filled, column.type) if len(filled) == 1 else column.combine_chunks())
+    return pa.Table.from_arrays(columns, schema=table.schema)
 
 
 def _in_start_order(table: pa.Table) -> bool:

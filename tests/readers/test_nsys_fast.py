@@ -226,3 +226,18 @@ def test_a_sequence_number_beyond_int64_is_no_sequence_number(tmp_path, bulk_pat
     ops = read_nsys(path).host_events
     assert ops.column("sequence_nr").to_pylist() == [NO_ID, -12, 7]
     assert ops.column("name").to_pylist() == ["aten::mm"] * 3
+
+
+def test_tables_in_start_order_come_back_in_one_chunk_without_copying_a_whole_chunk():
+    from taxbreak.readers.nsys import _by_start
+
+    names = pa.array(["sm90_gemm", "elementwise", "reduce"])
+    whole = pa.chunked_array([names, pa.array([], pa.string())])  # kernels, then an empty memcpy read
+    split = pa.chunked_array([np.array([0, 1], np.int64), np.array([2], np.int64)])  # two non-empty reads
+    table = pa.table({"row_id": split, "start_ns": pa.chunked_array([[10, 20], [30]]), "name": whole})
+    out = _by_start(table)
+    assert out.equals(table)
+    assert [out.column(n).num_chunks for n in out.schema.names] == [1, 1, 1]
+    # the one filled chunk is kept as it is: same buffers, no copy
+    assert out.column("name").chunk(0).buffers()[2].address == names.buffers()[2].address
+    assert out.schema == table.schema
