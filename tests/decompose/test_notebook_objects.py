@@ -147,3 +147,26 @@ def test_nullable_numeric_rules():
         "tokens": "Int64", "hdbi": "Float64", "kernels": "Int64", "hdbi_reason": "object",
         "span_us": "Float64", "name": "object"}
     assert out["hdbi"].isna().tolist() == [True, False] and out["kernels"].tolist()[0] == 1
+
+
+@pytest.mark.parametrize("source", ["kineto", "nsys"])
+def test_the_kernel_table_is_writeable_and_shares_nothing_with_the_trace_tables(tmp_path, source):
+    """The kernel frame is built without copying its columns: a notebook user's in-place edit
+    must still work (no read-only Arrow view inside) and must not reach the trace tables."""
+    from taxbreak.readers import load_trace
+    from taxbreak.synth.big_nsys import write_big_nsys
+
+    if source == "kineto":
+        path = write_planted(tmp_path / "planted.json.gz")
+    else:
+        path = tmp_path / "small.sqlite"
+        write_big_nsys(str(path), 2_000)
+    tables = load_trace(str(path), use_cache=False)
+    before = analyze(tables, floor_us=4.5).kernels
+    kernels = analyze(tables, floor_us=4.5).kernels
+    first = kernels.index[0]
+    for column in ("correlation", "device", "stream", "start_ns", "dur_ns", "launch_start_ns", "t_launch_ns"):
+        kernels.loc[first, column] = -7
+        assert kernels.loc[first, column] == -7
+    again = analyze(tables, floor_us=4.5).kernels
+    pd.testing.assert_frame_equal(again, before)
