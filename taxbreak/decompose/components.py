@@ -117,9 +117,20 @@ def _na(values: np.ndarray, valid: np.ndarray) -> pd.Series:
 def _str(codes: np.ndarray, cats: np.ndarray, idx: np.ndarray) -> pd.Series:
     """Names of the linked rows as a categorical (NaN where there is no link)."""
     taken = _take(codes, idx, -1) if len(codes) else np.full(len(idx), -1, dtype=np.int64)
-    cat = pd.Categorical.from_codes(taken, categories=pd.Index(pd.unique(cats), dtype=object)
-                                    if len(pd.unique(cats)) == len(cats) else pd.Index(cats, dtype=object))
-    return pd.Series(cat).cat.remove_unused_categories()
+    categories = (pd.Index(pd.unique(cats), dtype=object) if len(pd.unique(cats)) == len(cats)
+                  else pd.Index(cats, dtype=object))
+    return pd.Series(_used_only(taken, categories))
+
+
+def _used_only(codes: np.ndarray, categories: pd.Index) -> pd.Categorical:
+    """``Categorical.from_codes(codes, categories).remove_unused_categories()``, the unused
+    categories found by one bincount instead of pandas' unique over the codes (5 M kernels:
+    0.68 s for the three name columns)."""
+    codes = np.asarray(codes, np.int64)
+    used = np.bincount(codes[codes >= 0], minlength=len(categories)) > 0
+    new_code = np.cumsum(used) - 1  # old code -> its place among the used categories
+    kept = np.where(codes >= 0, new_code[np.maximum(codes, 0)], -1) if len(categories) else codes
+    return pd.Categorical.from_codes(kept, categories=categories[used])
 
 
 def text_column(codes: np.ndarray, values) -> pd.Series:

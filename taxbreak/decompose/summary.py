@@ -363,30 +363,49 @@ def _queue(k: KernelArrays, k_g: np.ndarray, n: int, ctx: Context) -> dict:
     has = _group_count(g, n) > 0
     waiting = np.where(values > 0, g, -1)
     union, _ = union_and_span(waiting, k.queue_start_ns, k.queue_start_ns + values, n)
-    return {"queue_wait_median_us": _us_list(np.rint(group_quantile(g, values, n, 0.5)).astype(np.int64), has),
-            "queue_wait_p99_us": _us_list(np.rint(group_quantile(g, values, n, 0.99)).astype(np.int64), has),
+    median, p99 = group_quantiles(g, values, n, (0.5, 0.99))
+    return {"queue_wait_median_us": _us_list(np.rint(median).astype(np.int64), has),
+            "queue_wait_p99_us": _us_list(np.rint(p99).astype(np.int64), has),
             "queue_wait_union_us": _us_list(union, has)}
 
 
 def group_quantile(group: np.ndarray, values: np.ndarray, n: int, q: float) -> np.ndarray:
     """Per-group quantile with linear interpolation (``np.quantile``'s default); 0 for an empty group."""
+    return group_quantiles(group, values, n, (q,))[0]
+
+
+def group_quantiles(group: np.ndarray, values: np.ndarray, n: int, qs: tuple[float, ...]) -> list[np.ndarray]:
+    """:func:`group_quantile` for each of ``qs``, from one sort of the values by group."""
     keep = group >= 0
-    g, v = group[keep], np.asarray(values, np.float64)[keep]
-    out = np.zeros(n, np.float64)
+    g, v = _sorted_by_group(group[keep], values[keep])
+    out = [np.zeros(n, np.float64) for _ in qs]
     if len(g) == 0:
         return out
-    order = np.lexsort((v, g))
-    g, v = g[order], v[order]
     counts = np.bincount(g, minlength=n)[:n]
     starts = np.cumsum(counts) - counts
     present = np.flatnonzero(counts)
-    pos = (counts[present] - 1) * q
-    lo = np.floor(pos).astype(np.int64)
-    hi = np.minimum(lo + 1, counts[present] - 1)
-    frac = pos - lo
-    a, b = v[starts[present] + lo], v[starts[present] + hi]
-    out[present] = a + (b - a) * frac
+    for q, res in zip(qs, out):
+        pos = (counts[present] - 1) * q
+        lo = np.floor(pos).astype(np.int64)
+        hi = np.minimum(lo + 1, counts[present] - 1)
+        frac = pos - lo
+        a, b = v[starts[present] + lo], v[starts[present] + hi]
+        res[present] = a + (b - a) * frac
     return out
+
+
+def _sorted_by_group(g: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Groups ascending, values ascending within each (as float64). Non-negative integer values
+    whose (group, value) pairs fit one int64 are sorted as that one key: a single ``np.sort``
+    instead of ``lexsort``'s two passes and gathers (5 M kernels: 0.74 -> ~0.3 s); same order."""
+    if len(g) and values.dtype.kind in "iu" and values.min() >= 0:
+        width = int(values.max()) + 1
+        if int(g.max()) < (2**63 - 1) // width:
+            key = np.sort(g.astype(np.int64) * width + values.astype(np.int64))
+            return key // width, (key % width).astype(np.float64)
+    v = np.asarray(values, np.float64)
+    order = np.lexsort((v, g))
+    return g[order], v[order]
 
 
 def _tokens(cols: dict, tokens: list) -> dict:

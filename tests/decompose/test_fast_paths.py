@@ -145,3 +145,59 @@ def test_an_error_in_the_partition_thread_reaches_the_caller(monkeypatch, tmp_pa
     monkeypatch.setattr(analysis, "host_partition", broken)
     with pytest.raises(RuntimeError, match="partition failed"):
         analysis.analyze(path)
+
+
+def _quantile_by_lexsort(group, values, n, q):
+    """The plain definition: lexsort by (group, value), then linear interpolation per group."""
+    keep = group >= 0
+    g, v = group[keep], np.asarray(values, np.float64)[keep]
+    out = np.zeros(n, np.float64)
+    order = np.lexsort((v, g))
+    g, v = g[order], v[order]
+    for k in range(n):
+        mine = v[g == k]
+        if len(mine):
+            pos = (len(mine) - 1) * q
+            lo = int(np.floor(pos))
+            hi = min(lo + 1, len(mine) - 1)
+            out[k] = mine[lo] + (mine[hi] - mine[lo]) * (pos - lo)
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(-1, 4), st.one_of(st.integers(0, 2**40), st.integers(-5, 5),
+                                                          st.integers(2**61, 2**63 - 1))), max_size=40),
+       st.booleans())
+def test_group_quantiles_equal_the_lexsort_definition_per_group(pairs, as_float):
+    """One sort for both queue-wait quantiles (the one-key path for non-negative integers, lexsort
+    otherwise) gives exactly the per-group interpolation of the sorted values (np.quantile's
+    linear method up to its rounding); 0 for an empty group."""
+    from taxbreak.decompose.summary import group_quantile, group_quantiles
+
+    group = np.array([g for g, _ in pairs], dtype=np.int64)
+    values = np.array([v for _, v in pairs], dtype=np.float64 if as_float else np.int64)
+    got = group_quantiles(group, values, 5, (0.5, 0.99))
+    for q, res in zip((0.5, 0.99), got):
+        want = _quantile_by_lexsort(group, values, 5, q)
+        assert res.tolist() == want.tolist()
+        assert group_quantile(group, values, 5, q).tolist() == want.tolist()
+        small = [g for g in range(5) if (group == g).any() and np.abs(values[group == g]).max() < 2**40]
+        for g in small:
+            assert np.isclose(res[g], np.quantile(values[group == g].astype(np.float64), q), rtol=1e-12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 6).flatmap(lambda n: st.tuples(st.just(n), st.lists(st.integers(-1, n - 1), max_size=30))))
+def test_used_only_equals_remove_unused_categories(case):
+    """The linked-name categoricals of the kernel table: categories no row uses are dropped,
+    the rest keep their order, codes and dtypes as pandas' remove_unused_categories gives."""
+    from taxbreak.decompose.components import _used_only
+
+    n_cat, codes = case
+    categories = pd.Index([f"aten::op{i}" for i in range(n_cat)], dtype=object)
+    codes = np.array(codes, dtype=np.int64)
+    want = pd.Series(pd.Categorical.from_codes(codes, categories=categories)).cat.remove_unused_categories()
+    got = pd.Series(_used_only(codes, categories))
+    pd.testing.assert_series_equal(got, want)
+    assert got.cat.codes.dtype == want.cat.codes.dtype
+    assert got.cat.categories.dtype == want.cat.categories.dtype
