@@ -433,6 +433,10 @@ def _host(partition: pd.DataFrame, p_g: np.ndarray, n: int, ctx: Context) -> dic
         out[us_key] = _us_list(_group_sum(p_g, partition[ns_col].to_numpy(np.int64), n))
     if not ctx.has_device:
         out["exposed_orchestration_us"] = out["hidden_orchestration_us"] = [None] * n
+    if not ctx.has_library_ranges:
+        # no cuBLAS/cuDNN ranges in the trace: the "library" part cannot be seen (its host time
+        # falls in ATen dispatch), so it is not measured rather than a measured zero
+        out["host_library_us"] = [None] * n
     return out
 
 
@@ -451,8 +455,8 @@ def _idle(grouping: Grouping, codes, idle: IdleArrays | None, ctx: Context, n: i
     by_cause = sums.sum(axis=1)
     per_dev = sums.sum(axis=2)
     # µs lists built once over whole arrays, then cut per group (thousands of steps: no per-step conversion)
-    cause_us = _chunks(_us_list(by_cause.reshape(-1)), n_cause)
-    dev_cause_us = _chunks(_chunks(_us_list(sums.reshape(-1)), n_cause), n_dev)
+    cause_us = _chunks(_unmeasured_library(_us_list(by_cause.reshape(-1)), ctx), n_cause)
+    dev_cause_us = _chunks(_chunks(_unmeasured_library(_us_list(sums.reshape(-1)), ctx), n_cause), n_dev)
     dev_idle_us = _chunks(_us_list(per_dev.reshape(-1)), n_dev)
     dev_busy_us = _chunks(_us_list((wall[:, None] - per_dev).reshape(-1)), n_dev)
     out["device_idle_us"] = _us_list(by_cause.sum(axis=1))
@@ -462,3 +466,14 @@ def _idle(grouping: Grouping, codes, idle: IdleArrays | None, ctx: Context, n: i
                        for name, busy, idle_us, causes in zip(names, busy_row, idle_row, cause_rows)}
                       for busy_row, idle_row, cause_rows in zip(dev_busy_us, dev_idle_us, dev_cause_us)]
     return out
+
+
+_LIBRARY_CAUSE = IDLE_CAUSES.index("library")
+
+
+def _unmeasured_library(cause_us: list, ctx: Context) -> list:
+    """The flat per-cause µs list with the library cause ``None`` where the trace has no
+    library ranges (that cause is then not observable, not zero)."""
+    if not ctx.has_library_ranges:
+        cause_us[_LIBRARY_CAUSE::len(IDLE_CAUSES)] = [None] * len(cause_us[_LIBRARY_CAUSE::len(IDLE_CAUSES)])
+    return cause_us

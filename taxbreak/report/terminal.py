@@ -162,7 +162,7 @@ def render_idle(s: dict, console: Console) -> None:
         for d in devices.values():
             idle = d["idle_us"]
             value = d["idle_by_cause_us"][key]
-            cells += [fmt(value), fmt(100.0 * value / idle if idle else None, "{:.1f}%")]
+            cells += [fmt(value), fmt(100.0 * value / idle if idle and value is not None else None, "{:.1f}%")]
         table.add_row(label, *cells)
     table.add_row("[bold]idle[/bold]", *[c for d in devices.values() for c in (fmt(d["idle_us"]), "")])
     table.add_row("busy", *[c for d in devices.values() for c in (fmt(d["busy_us"]), "")])
@@ -177,7 +177,7 @@ def render_host_partition(s: dict, console: Console) -> None:
     table.add_column("share", justify="right")
     wall = s["host_thread_us"]
     for key, label in HOST_ROWS:
-        share = 100.0 * s[key] / wall if wall else None
+        share = 100.0 * s[key] / wall if wall and s[key] is not None else None
         table.add_row(label, fmt(s[key]), fmt(share, "{:.1f}%"))
     table.add_row("[bold]thread time (Σ threads)[/bold]", fmt(wall), "")
     table.add_row("elapsed wall", fmt(s.get("wall_us")), "")

@@ -93,9 +93,11 @@ def _sum_by_cause(values: list) -> tuple[dict | None, str]:
         return None, f"not measured in {missing} of {len(values)} traces"
     causes = _ordered_keys(values)
     sums = {c: _sum([v.get(c) for v in values]) for c in causes}
-    if any(reason for _, reason in sums.values()):
-        return None, "a cause is not measured in every trace"
-    return {c: total for c, (total, _) in sums.items()}, ""
+    # a cause not observable in one trace (the library cause without library ranges) is None
+    # in the combination; the causes measured everywhere are still summed
+    unmeasured = [c for c, (_, reason) in sums.items() if reason]
+    return ({c: total for c, (total, _) in sums.items()},
+            f"{', '.join(unmeasured)} not measured in every trace" if unmeasured else "")
 
 
 def _devices(values: list, labels: list[str]) -> tuple[dict | None, str]:

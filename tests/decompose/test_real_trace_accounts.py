@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from conftest import shared_trace_paths
+from idle_checks import check_library_cause, measured_cause_sum
 from planted_expect import _merge  # touching pieces joined (step boundaries cut an idle piece)
 from taxbreak.decompose import analyze
 from taxbreak.decompose.analysis import _span
@@ -78,7 +79,8 @@ def test_scope_sums_conserve(analysed):
         if scope["device_idle_us"] is None:
             assert not len(views.device.start_ns)
             continue
-        assert round(sum(scope["idle_by_cause_us"].values()), 3) == scope["device_idle_us"]
+        check_library_cause(scope["idle_by_cause_us"], a.summary["meta"]["library_ranges"])
+        assert round(measured_cause_sum(scope["idle_by_cause_us"]), 3) == scope["device_idle_us"]
         assert round(sum(d["idle_us"] for d in scope["devices"].values()), 3) == scope["device_idle_us"]
         for dev in scope["devices"].values():
             assert round(dev["busy_us"] + dev["idle_us"], 3) == (scope["wall_us"] or 0.0)
