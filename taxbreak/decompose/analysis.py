@@ -23,6 +23,7 @@ from .floor import resolve_floor
 from .idle import attribute_idle, issued_path, window_pieces
 from .inputs import resolve_input
 from .link import link
+from .op_chain import op_chain
 from .partition import device_busy, host_partition
 from .reprs import analysis_repr, analysis_repr_html
 from .scopes import build_ops, phase_table, scope_inputs, step_table
@@ -31,7 +32,7 @@ from .summary import Context
 from .views import build_views, _ints, _strs
 
 log = logging.getLogger(__name__)
-FRAMES = ("kernels", "steps", "phases", "ops", "host_partition", "idle")
+FRAMES = ("kernels", "steps", "phases", "ops", "host_partition", "idle", "op_accounts")
 
 
 @dataclass(repr=False)
@@ -46,6 +47,7 @@ class Analysis:
     summary: dict
     tables: TraceTables = field(repr=False)
     idle: pd.DataFrame = field(repr=False)  # GPU idle pieces by cause (decompose/idle.py)
+    op_accounts: pd.DataFrame = field(repr=False)  # host time of each launching root op (decompose/op_chain.py)
 
     def to_parquet(self, out_dir: str | Path) -> list[Path]:
         """Write ``kernels``/``steps``/``phases``/``ops``/``host_partition`` Parquet and ``summary.json``."""
@@ -143,7 +145,8 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="taxbreak-partition") as pool:
         partition_job = pool.submit(host_partition, views, marker, steps, busy)
         links = link(views, marker, diags)
-        kernels = build_kernels(views, links, floor, diags)
+        chain = op_chain(views, links, diags)
+        kernels = build_kernels(views, links, floor, diags, chain)
         _assign_steps(kernels, steps)
         path = issued_path(kernels)
         # the op table is the last reader of the host views: it runs beside the idle attribution
@@ -178,7 +181,7 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
     meta = _meta(tables, source, steps, floor, ctx, passes)
     summary = {"all": all_dict, "phases": phase_dicts, "steps": step_dicts, "meta": meta,
                "diagnostics": diags.as_dict()}
-    return Analysis(kernels, steps_df, phases_df, ops, partition, summary, tables, idle)
+    return Analysis(kernels, steps_df, phases_df, ops, partition, summary, tables, idle, chain.accounts)
 
 
 def _check_arguments(floor_us, tokens) -> None:

@@ -30,36 +30,10 @@ from .classify import CLASS_NAMES, kernel_class, name_is_library
 from .floor import Floor
 from .launch_split import previous_end, split_launch
 from .link import NONE, Links
-from .views import LINKABLE_API_KINDS, Views
+from .op_chain import Chain
+from .views import Views
 
 DISPATCH_BASE_MIN_NS = 100  # authors keep T_dispatch > 0.1 µs for the median (paper Eq.5)
-
-
-def dispatch_times(views: Views, links: Links, diags: Diagnostics) -> tuple[np.ndarray, np.ndarray]:
-    """T_dispatch per API call (int64 ns, -1 where the call has no ATen op), and
-    whether the call is the first of its op invocation."""
-    api = views.api
-    out = np.full(len(api.start_ns), NONE, dtype=np.int64)
-    first_in_op = np.zeros(len(api.start_ns), dtype=bool)
-    idx = np.flatnonzero((links.api_op >= 0) & api.kind_is(*LINKABLE_API_KINDS))
-    if len(idx) == 0:
-        return out, first_in_op
-    idx = idx[np.lexsort((api.start_ns[idx], links.api_op[idx]))]
-    op = links.api_op[idx]
-    same = np.zeros(len(idx), dtype=bool)
-    same[1:] = op[1:] == op[:-1]
-    prev_end = np.roll(api.end_ns[idx], 1)
-    origin = np.where(same, prev_end, views.host.start_ns[op])
-    value = api.start_ns[idx] - origin
-    diags.add("decompose.negative_interval", int((value < 0).sum()), "T_dispatch < 0 (overlapping launches)")
-    out[idx] = np.maximum(value, 0)
-    # T_py is paid once per root ATen invocation: flag its first launch
-    root = links.op_root[op]
-    by_root = np.lexsort((api.start_ns[idx], root))
-    first = np.ones(len(idx), dtype=bool)
-    first[1:] = root[by_root][1:] != root[by_root][:-1]
-    first_in_op[idx[by_root]] = first
-    return out, first_in_op
 
 
 def first_of_launch(dev_api: np.ndarray, start_ns: np.ndarray) -> np.ndarray:
@@ -165,16 +139,16 @@ def _name_categorical(names: pa.ChunkedArray) -> pd.Series:
     return pd.Series(pd.Categorical.from_codes(full, dtype=distinct.dtype))
 
 
-def build_kernels(views: Views, links: Links, floor: Floor, diags: Diagnostics) -> pd.DataFrame:
-    """The per-kernel chain table with every component (columns in docs/method.md)."""
+def build_kernels(views: Views, links: Links, floor: Floor, diags: Diagnostics, chain: Chain) -> pd.DataFrame:
+    """The per-kernel chain table with every component (columns in docs/method.md);
+    ``chain`` is :func:`op_chain.op_chain` of the same views and links."""
     api, host, dev = views.api, views.host, views.device
     a = links.dev_api
     op = _take(links.api_op, a)
     torch = _take(links.op_torch, op)
     launch_start = _take(api.start_ns, a)
-    t_disp_api, first_api = dispatch_times(views, links, diags)
-    t_dispatch = _take(t_disp_api, a)
-    first_in_op = _take(first_api, a, False).astype(bool)
+    t_dispatch = _take(chain.t_dispatch_ns, a)
+    first_in_op = _take(chain.first_in_root, a, False).astype(bool)
     root = _take(links.op_root, op)
     origin = _take(links.py_origin_ns, root)
     t_py = np.where(origin >= 0, _take(host.start_ns, root) - origin, NONE)
@@ -250,7 +224,9 @@ def _add_components(df: pd.DataFrame, base: int | None, floor: Floor, is_graph: 
         ft_disp = t_disp.where(carrier)
         ct = pd.Series(pd.NA, index=df.index, dtype="Int64")
     else:
-        ft_disp = t_disp.where(~lib, base).where(carrier & t_disp.notna())
+        # a library kernel's ΔFT dispatch is the baseline only up to what was measured: with
+        # T_dispatch < T_dispatch_base the paper's formula would add host time that never happened
+        ft_disp = t_disp.where(~lib, t_disp.clip(upper=base)).where(carrier & t_disp.notna())
         ct = (t_disp - base).clip(lower=0).where(lib, 0).where(carrier)
     df["ft_python_ns"] = _zero_rest(ft_py, graph_rest)
     df["ft_dispatch_ns"] = _zero_rest(ft_disp, graph_rest)

@@ -134,3 +134,13 @@ def _dominant(s: dict) -> Advice:
     label, action = _TARGETS[key]
     return Advice(f"largest orchestration component (exposed or not): {label}, {share:.0f}% of T_Orchestrate "
                   f"({parts[key]:,.1f} µs of {total:,.1f} µs)", action)
+
+
+def top_idle_cause(s: dict) -> str:
+    """The largest measured idle cause of one scope, with its µs and share of the device's idle
+    time ("n/a" with the reason where idle is not measured)."""
+    causes = {k: v for k, v in (s.get("idle_by_cause_us") or {}).items() if v}
+    if not causes or not s.get("device_idle_us"):
+        return f"{NOT_MEASURED}: no device idle time in the trace"
+    cause = max(causes, key=causes.get)
+    return f"{cause} {causes[cause]:,.1f} µs ({100.0 * causes[cause] / s['device_idle_us']:.0f}%)"

@@ -43,6 +43,10 @@ class PlantedLaunch:
     stream: int | None = None  # None: the spec's stream
     graph_kernels: int = 0  # > 0: a cudaGraphLaunch replaying this many kernels (kernel_dur_ns each)
     graph_gap_ns: int = 700  # device gap between the graph's kernels
+    # a workspace cudaMemsetAsync inside the dispatch gap (cuBLASLt): it starts memset_at_ns into
+    # the gap and lasts memset_dur_ns (0: none); the gap's time on both sides stays T_dispatch
+    memset_at_ns: int = 0
+    memset_dur_ns: int = 0
 
 
 @dataclass
@@ -138,10 +142,13 @@ def _op(rows: _Rows, spec: PlantedSpec, op: PlantedOp, t: int, step: int, phase:
     ext = rows.nid()
     cursor = aten_start
     for launch in op.launches:
-        lib_start = cursor + launch.dispatch_ns
+        first_in_op = cursor == aten_start
+        cursor = _memset(rows, spec, launch, cursor, ext, part)
+        gap_ns = launch.dispatch_ns - (launch.memset_at_ns if launch.memset_dur_ns else 0)
+        lib_start = cursor + gap_ns
         call_start = lib_start + launch.library_ns
         corr = rows.nid()
-        rows.segment(cursor, launch.dispatch_ns, "dispatch")
+        rows.segment(cursor, gap_ns, "dispatch")
         if spec.with_library_ranges and launch.is_library:
             rows.api.append(_api_row(rows, spec, "cublas", "library", "cublasLtMatmul", lib_start,
                                      call_start + launch.launch_dur_ns - lib_start, -1, ext))
@@ -155,7 +162,7 @@ def _op(rows: _Rows, spec: PlantedSpec, op: PlantedOp, t: int, step: int, phase:
         rows.api.append(_api_row(rows, spec, "cuda_runtime", kind, name, call_start, launch.launch_dur_ns, corr, ext))
         rows.segment(call_start, launch.launch_dur_ns, "launch_api")
         _kernels(rows, spec, launch, call_start, corr, ext, {
-            "step": step, "phase": phase, "t_py_ns": op.py_ns, "first_in_op": cursor == aten_start,
+            "step": step, "phase": phase, "t_py_ns": op.py_ns, "first_in_op": first_in_op,
             "t_dispatch_ns": launch.dispatch_ns + launch.library_ns, "is_library": launch.is_library,
             "launch_dur_ns": launch.launch_dur_ns})
         part["dispatch"] += launch.dispatch_ns
@@ -170,6 +177,26 @@ def _op(rows: _Rows, spec: PlantedSpec, op: PlantedOp, t: int, step: int, phase:
     _host(rows, spec, "op", op.aten_name, aten_start, aten_end - aten_start, ext)
     _host(rows, spec, "python", op.torch_name, torch_start, aten_end + op.py_tail_ns - torch_start)
     return aten_end + op.py_tail_ns
+
+
+def _memset(rows: _Rows, spec: PlantedSpec, launch: PlantedLaunch, cursor: int, ext: int, part: dict) -> int:
+    """The launch's workspace memset call (and its device memset on the launch's stream), if any;
+    returns where the host is once the call returned."""
+    if not launch.memset_dur_ns:
+        return cursor
+    rows.segment(cursor, launch.memset_at_ns, "dispatch")  # counted with the whole gap in part["dispatch"]
+    start = cursor + launch.memset_at_ns
+    corr = rows.nid()
+    rows.api.append(_api_row(rows, spec, "cuda_runtime", "memset", "cudaMemsetAsync", start,
+                             launch.memset_dur_ns, corr, ext))
+    rows.segment(start, launch.memset_dur_ns, "other_api")
+    part["other_api"] = part.get("other_api", 0) + launch.memset_dur_ns
+    stream = spec.stream if launch.stream is None else launch.stream
+    dev_start = max(start + spec.floor_ns, rows.stream_free.get(stream, start))
+    rows.device.append((rows.nid(), spec.pid, "memset", "Memset (Device)", spec.device, stream, 1, dev_start,
+                        1_000, corr, ext, 0, 0, 0, 0, 0, 0, 0, 0, -1, -1, -1))
+    rows.stream_free[stream] = max(rows.stream_free.get(stream, 0), dev_start + 1_000)
+    return start + launch.memset_dur_ns
 
 
 def _kernels(rows: _Rows, spec: PlantedSpec, launch: PlantedLaunch, call_start: int, corr: int, ext: int,
