@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..trace.diagnostics import Diagnostics
-from .classify import CLASS_NAMES, kernel_class, name_is_library
+from .classify import CLASS_NAMES, EVIDENCE, kernel_class, name_is_framework, name_is_library, op_verdict
 from .floor import Floor
 from .launch_split import previous_end, split_launch
 from .link import NONE, Links
@@ -47,15 +47,26 @@ def first_of_launch(dev_api: np.ndarray, start_ns: np.ndarray) -> np.ndarray:
     return first
 
 
-def library_flags(views: Views, links: Links) -> np.ndarray:
-    """I_lib per device activity: library API ranges decide where the trace has them."""
-    by_name = name_is_library(views.device.names)
-    if not links.has_library_ranges:
-        return by_name
+def library_flags(views: Views, links: Links, op: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """I_lib per device activity and the evidence that decided it (codes into ``EVIDENCE``):
+    library API ranges, else the launching op, else the kernel's own name (classify.py)."""
+    dev, host = views.device, views.host
     a = links.dev_api
-    by_range = np.zeros(len(a), dtype=bool)
-    by_range[a >= 0] = links.api_library[a[a >= 0]] >= 0
-    return np.where(a >= 0, by_range, by_name)
+    is_lib = name_is_library(dev.names)
+    evidence = np.full(len(a), EVIDENCE.index("name"), np.int8)
+    verdict = _take(op_verdict(host.name_cats)[host.name_codes], op, -1) if len(host.name_codes) else \
+        np.full(len(a), -1, np.int8)
+    framework = name_is_framework(dev.names)
+    by_op = (verdict == 0) | ((verdict == 1) & ~framework)
+    is_lib = np.where(by_op, verdict == 1, is_lib)
+    evidence[by_op] = EVIDENCE.index("op")
+    if links.has_library_ranges:
+        linked = a >= 0
+        in_range = np.zeros(len(a), dtype=bool)
+        in_range[linked] = links.api_library[a[linked]] >= 0
+        is_lib = np.where(linked, in_range, is_lib)
+        evidence[linked] = EVIDENCE.index("range")
+    return is_lib, evidence
 
 
 def dispatch_base_ns(t_dispatch: np.ndarray, is_kernel: np.ndarray, is_lib: np.ndarray) -> int | None:
@@ -154,7 +165,7 @@ def build_kernels(views: Views, links: Links, floor: Floor, diags: Diagnostics, 
     t_py = np.where(origin >= 0, _take(host.start_ns, root) - origin, NONE)
     t_launch = np.where(a >= 0, dev.start_ns - launch_start, NONE)
     diags.add("decompose.negative_interval", int(((a >= 0) & (t_launch < 0)).sum()), "T_launch < 0 (clock skew)")
-    is_lib = library_flags(views, links)
+    is_lib, evidence = library_flags(views, links, op)
     is_kernel = dev.kind == "kernel"
     first = first_of_launch(a, dev.start_ns)
     base = dispatch_base_ns(np.where(is_kernel & first, t_dispatch, NONE), is_kernel, is_lib)
@@ -178,6 +189,7 @@ def build_kernels(views: Views, links: Links, floor: Floor, diags: Diagnostics, 
         "t_dispatch_ns": _na(t_dispatch, t_dispatch >= 0),
         "t_launch_ns": _na(t_launch, a >= 0),
         "is_library": is_lib,
+        "library_evidence": text_column(evidence, EVIDENCE),
         "kernel_class": text_column(kernel_class(dev.names, dev.kind, is_lib), CLASS_NAMES),
         "first_of_launch": first,
         "first_in_op": first_in_op,
@@ -185,6 +197,9 @@ def build_kernels(views: Views, links: Links, floor: Floor, diags: Diagnostics, 
     df.attrs["t_dispatch_base_ns"] = base
     is_graph = _take(api.kind_is("graph_launch"), a, False).astype(bool)
     _add_components(df, base, floor, is_graph)
+    # ΔCT that rests on the kernel name alone is an estimate: summed apart (library_by_name_us)
+    by_name = pd.Series(evidence == EVIDENCE.index("name"), index=df.index)
+    df["ct_by_name_ns"] = df["ct_ns"].where(by_name | df["ct_ns"].isna(), 0)
     _add_launch_split(df, dev, floor, diags)
     return df
 

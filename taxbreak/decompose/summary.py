@@ -19,14 +19,14 @@ from .partition import COLUMNS
 
 HOST_KEYS = {col: col.replace("_ns", "_us") for col in [*COLUMNS.values(), "host_thread_ns"]}
 SUM_COLS = {"ft_ns": "framework_us", "ft_python_ns": "framework_python_us", "ft_dispatch_ns": "framework_dispatch_us",
-            "ct_ns": "library_us", "kt_floor_ns": "launch_floor_us", "launch_latency_ns": "launch_latency_us",
+            "ct_ns": "library_us", "ct_by_name_ns": "library_by_name_us", "kt_floor_ns": "launch_floor_us", "launch_latency_ns": "launch_latency_us",
             "kt_graph_ns": "launch_graph_us", "t_launch_ns": "tklqt_us", "queue_wait_ns": "queue_wait_us"}
 
 SUMMARY_KEYS = (
     "kernels", "launches", "orphan_kernels", "orphan_copies", "orphan_launches", "orphan_copy_calls",
     "chain_coverage", "device_active_us", "orphan_device_us", "device_busy_us", "span_us",
     "gpu_idle_us", "tklqt_us", "queue_wait_us", "queue_wait_median_us", "queue_wait_p99_us", "queue_wait_union_us",
-    "framework_us", "framework_python_us", "framework_dispatch_us", "library_us",
+    "framework_us", "framework_python_us", "framework_dispatch_us", "library_us", "library_by_name_us",
     "launch_floor_us", "launch_latency_us", "launch_graph_us", "orchestration_us", "hdbi", "hdbi_reason",
     "floor_us", "floor_source",
     "t_dispatch_base_us", "library_measured_us", "kernel_diversity", "tokens", "kernels_per_token",
@@ -331,6 +331,7 @@ def _components(c: dict, sums: dict, ctx: Context) -> dict:
         out["framework_python_us"] = [None] * len(linked)
     if ctx.dispatch_base_ns is None:  # no baseline: ΔCT cannot be told apart from ΔFT dispatch
         out["library_us"] = [None] * len(linked)
+        out["library_by_name_us"] = [None] * len(linked)
     parts = [sums[col] for col in ("ft_ns", "ct_ns", "kt_floor_ns", "kt_graph_ns")]
     orch = sum(np.where(measured, total, 0) for total, measured in parts)
     has_orch = linked & np.logical_or.reduce([measured for _, measured in parts])

@@ -18,7 +18,7 @@ H100_FLOOR_NS = 4710
 
 def _one_op_spec() -> PlantedSpec:
     launches = [
-        PlantedLaunch("nvjet_tst_128x64_64x8_1x1_v_bz_TNT", 2_000, 0, 3_000, 9_000, 40_000, False),
+        PlantedLaunch("triton_poi_fused_add_0", 2_000, 0, 3_000, 9_000, 40_000, False),
         PlantedLaunch("sm90_xmma_gemm_bf16_cublasLt", 1_000, 5_000, 4_000, 6_000, 80_000, True),
         PlantedLaunch("void at::native::vectorized_elementwise_kernel<4>", 4_000, 0, 2_500, 3_000, 5_000, False),
     ]
@@ -150,9 +150,9 @@ def test_idle_attributed_exactly(seed, steps, ops, streams, graphs):
 
 
 def test_graph_launch_host_time_is_launch_path():
-    launches = [PlantedLaunch("nvjet_tst_128x64_64x8_1x1_v_bz_TNT", 2_000, 0, 3_000, 1_000, 40_000, False),
+    launches = [PlantedLaunch("triton_poi_fused_add_0", 2_000, 0, 3_000, 1_000, 40_000, False),
                 PlantedLaunch("void graph_node_kernel", 1_000, 0, 1_572_000, 2_000, 5_000, False, graph_kernels=4)]
-    planted = build(PlantedSpec([PlantedStep("decode", [PlantedOp("step", "aten::addmm", 7_000, launches)])]))
+    planted = build(PlantedSpec([PlantedStep("decode", [PlantedOp("step", "aten::add", 7_000, launches)])]))
     a = analyze(planted.tables)
     k = a.kernels.sort_values("start_ns").reset_index(drop=True)
     assert k["kt_graph_ns"].tolist() == [0, 1_572_000 - 4_710, 0, 0, 0]
