@@ -9,6 +9,7 @@ import pandas as pd
 
 from ..trace.nesting import nesting, sorted_unique
 from .link import Links, root_atens
+from .busy import BusyPieces, busy_pieces
 from .dtypes import nullable_numeric
 from .steps import BETWEEN, BETWEEN_NAME, Steps
 from .summary import (SUMMARY_KEYS, Context, Grouping, IdleArrays, KernelArrays, grouped_columns, grouped_metrics,
@@ -45,14 +46,16 @@ class ScopeInputs:
     api: _ApiSteps
     kernel_arrays: KernelArrays
     idle_arrays: IdleArrays | None
+    busy: BusyPieces | None = None  # device busy pieces per kind (decompose/busy.py)
 
 
 def scope_inputs(views: Views, links: Links, kernels: pd.DataFrame, partition: pd.DataFrame, steps: Steps,
                  ctx: Context, idle: pd.DataFrame | None = None,
                  window: tuple[np.ndarray, np.ndarray] | None = None) -> ScopeInputs:
     """The :class:`ScopeInputs` of one analysis."""
+    busy = busy_pieces(views.device, ctx.devices, steps) if ctx.has_device else None
     return ScopeInputs(kernels, partition, steps, ctx, idle, window, _compute_api_steps(views, links, steps),
-                       kernel_arrays(kernels), None if idle is None else idle_arrays(idle, ctx.devices))
+                       kernel_arrays(kernels), None if idle is None else idle_arrays(idle, ctx.devices), busy)
 
 
 def _compute_api_steps(views: Views, links: Links, steps: Steps) -> _ApiSteps:
@@ -92,7 +95,8 @@ def _grouping(inp: ScopeInputs, api: _ApiSteps, relabel, steps_per_group: dict, 
                     relabel(api.launch), relabel(api.orphan), relabel(api.library), api.library_ns,
                     steps_per_group, tokens, relabel(api.aten_root), relabel(api.orphan_copy_call),
                     None if idle_step is None else relabel(idle_step),
-                    None if window_step is None else relabel(window_step), window_ns)
+                    None if window_step is None else relabel(window_step), window_ns,
+                    None if inp.busy is None else relabel(inp.busy.step))
 
 
 def step_table(inp: ScopeInputs) -> tuple[pd.DataFrame, list[dict]]:
@@ -102,7 +106,7 @@ def step_table(inp: ScopeInputs) -> tuple[pd.DataFrame, list[dict]]:
     counts = {i: (0 if i == BETWEEN else 1) for i in ids}
     metrics = grouped_columns(inp.kernel_arrays, inp.partition,
                               _grouping(inp, inp.api, lambda s: np.asarray(s, np.int64), counts, None),
-                              ids, inp.ctx, inp.idle_arrays)
+                              ids, inp.ctx, inp.idle_arrays, inp.busy)
     columns = {"step": ids, "phase": rows["phase"].tolist(), "name": rows["name"].tolist(),
                "start_ns": _optional_ints(rows["start_ns"]), "end_ns": _optional_ints(rows["end_ns"]), **metrics}
     keys = list(columns)
@@ -147,11 +151,11 @@ def phase_table(inp: ScopeInputs) -> tuple[pd.DataFrame, dict, dict]:
     by_pos = grouped_metrics(inp.kernel_arrays, inp.partition,
                              _grouping(inp, api, to_phase, {i: per_phase[p] for i, p in enumerate(phases)},
                                        None if tokens is None else {i: tokens[p] for i, p in enumerate(phases)}),
-                             list(range(len(phases))), inp.ctx, inp.idle_arrays)
+                             list(range(len(phases))), inp.ctx, inp.idle_arrays, inp.busy)
     by_phase = {p: by_pos[i] for i, p in enumerate(phases)}
     everything = grouped_metrics(inp.kernel_arrays, inp.partition,
                                  _grouping(inp, api, lambda s: np.zeros(len(s), np.int64), {0: n_steps},
-                                           inp.ctx.tokens), [0], inp.ctx, inp.idle_arrays)[0]
+                                           inp.ctx.tokens), [0], inp.ctx, inp.idle_arrays, inp.busy)[0]
     df = _flat(pd.DataFrame([{"phase": p, **m} for p, m in by_phase.items()], columns=["phase", *SUMMARY_KEYS]))
     return df, {str(p): m for p, m in by_phase.items()}, everything
 

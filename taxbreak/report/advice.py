@@ -91,11 +91,20 @@ def _idle_share(s: dict) -> float | None:
     return 100.0 * sum(d["idle_us"] for d in devices.values()) / (wall * len(devices))
 
 
+COPY_ACTION = ("cut host↔device copy time: fewer and larger copies (batch small transfers), pinned host memory "
+               "(pageable copies are staged and slower), keep data on the device between steps, and overlap the "
+               "copies that remain with compute on a side stream (non_blocking=True from pinned memory)")
+
+
 def _verdict(s: dict) -> Advice:
-    """Device-bound or host-bound, from the device's idle share (HDBI beside it where measured)."""
+    """Copy-bound, device-bound or host-bound: copy-bound when the device spent more time copying than
+    computing, else from the device's idle share (HDBI beside it where measured)."""
     idle = _idle_share(s)
     hdbi = s.get("hdbi")
     index = f"HDBI {hdbi:.3f}" if hdbi is not None else f"HDBI {NOT_MEASURED}"
+    copy = _copy_bound(s, idle, index)
+    if copy:
+        return copy
     if idle is None:
         return Advice(f"{index}; device idle time {NOT_MEASURED}", "see the components below")
     queue = s.get("queue_wait_union_us")
@@ -108,6 +117,16 @@ def _verdict(s: dict) -> Advice:
     return Advice(f"the GPU was idle {idle:.0f}% of the elapsed time ({index}); the host caused "
                   f"{host_caused:.0f}% of that idle time (the rest had no work pending)",
                   "host-side fixes shorten the step where they remove the idle time ranked below")
+
+
+def _copy_bound(s: dict, idle: float | None, index: str) -> Advice | None:
+    """Copies (memcpy) kept the device busy longer than kernels did: the kernels are not the bottleneck."""
+    copy, kernel = s.get("device_copy_busy_us"), s.get("device_kernel_busy_us")
+    if not copy or kernel is None or copy <= kernel:
+        return None
+    idle_text = f"idle {idle:.0f}% of the elapsed time" if idle is not None else f"idle time {NOT_MEASURED}"
+    return Advice(f"copy-bound: memcpy kept the device busy {copy:,.1f} µs against {kernel:,.1f} µs of kernels "
+                  f"(unions per kind, all devices; GPU {idle_text}, {index})", COPY_ACTION)
 
 
 def _exposed_layer(s: dict) -> Advice | None:
