@@ -27,6 +27,7 @@ class _ApiSteps:
     library_ns: np.ndarray
     aten_root: np.ndarray  # step of each outermost ATen op invocation
     orphan_copy_call: np.ndarray  # step of each memcpy/memset call without device activity
+    captured: np.ndarray  # step of each launch call recorded into a CUDA graph (capture.py)
 
 
 @dataclass
@@ -63,15 +64,17 @@ def _compute_api_steps(views: Views, links: Links, steps: Steps) -> _ApiSteps:
     step = steps.assign(api.start_ns)
     is_launch = api.kind_is(*LAUNCH_API_KINDS)
     unmatched = (api.correlation != -1) & ~links.api_has_device
-    # a memset/memcpy call with no device record is no orphan *launch* (counted on its own)
-    orphan = api.kind_is(*LAUNCH_API_KINDS) & unmatched
+    captured = links.capture.captured if links.capture is not None else np.zeros(len(unmatched), dtype=bool)
+    # a memset/memcpy call with no device record is no orphan *launch* (counted on its own), nor is
+    # a launch recorded into a CUDA graph during capture
+    orphan = api.kind_is(*LAUNCH_API_KINDS) & unmatched & ~captured
     orphan_copy = api.kind_is("memcpy", "memset") & unmatched
     lib = np.flatnonzero(api.kind_is("library"))
     depth, _ = nesting(api.lane[lib], api.start_ns[lib], api.end_ns[lib] - api.start_ns[lib])
     outer = lib[depth == 0]  # nested library calls are inside their caller's range already
     roots = links.roots
     return _ApiSteps(step[is_launch], step[orphan], step[outer], api.end_ns[outer] - api.start_ns[outer],
-                     steps.assign(views.host.start_ns[roots]), step[orphan_copy])
+                     steps.assign(views.host.start_ns[roots]), step[orphan_copy], step[captured])
 
 
 def _step_rows(inp: ScopeInputs) -> pd.DataFrame:
@@ -96,7 +99,7 @@ def _grouping(inp: ScopeInputs, api: _ApiSteps, relabel, steps_per_group: dict, 
                     steps_per_group, tokens, relabel(api.aten_root), relabel(api.orphan_copy_call),
                     None if idle_step is None else relabel(idle_step),
                     None if window_step is None else relabel(window_step), window_ns,
-                    None if inp.busy is None else relabel(inp.busy.step))
+                    None if inp.busy is None else relabel(inp.busy.step), relabel(api.captured))
 
 
 def step_table(inp: ScopeInputs) -> tuple[pd.DataFrame, list[dict]]:

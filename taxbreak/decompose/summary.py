@@ -24,7 +24,8 @@ SUM_COLS = {"ft_ns": "framework_us", "ft_python_ns": "framework_python_us", "ft_
             "kt_graph_ns": "launch_graph_us", "t_launch_ns": "tklqt_us", "queue_wait_ns": "queue_wait_us"}
 
 SUMMARY_KEYS = (
-    "kernels", "launches", "orphan_kernels", "orphan_copies", "orphan_launches", "orphan_copy_calls",
+    "kernels", "launches", "orphan_kernels", "orphan_copies", "orphan_launches", "captured_launches",
+    "orphan_copy_calls",
     "chain_coverage", "device_active_us", "orphan_device_us", "device_busy_us", "device_kernel_busy_us",
     "device_copy_busy_us", "device_memset_busy_us", "span_us",
     "gpu_idle_us", "tklqt_us", "queue_wait_us", "queue_wait_median_us", "queue_wait_p99_us", "queue_wait_union_us",
@@ -69,6 +70,7 @@ class Grouping:
     window_g: np.ndarray | None = None  # per window piece (decompose.idle.window_pieces)
     window_ns: np.ndarray | None = None
     busy_g: np.ndarray | None = None  # per busy piece (decompose.busy.busy_pieces)
+    captured_g: np.ndarray | None = None  # per launch call recorded into a CUDA graph (decompose.capture)
 
 
 @dataclass
@@ -239,6 +241,8 @@ def _counts(k: KernelArrays, k_g: np.ndarray, grouping: Grouping, codes) -> dict
             "full_chain": _group_count(np.where(k.full_chain, kern_g, -1), n),
             "launches": _group_count(codes(grouping.launch_g), n),
             "orphan_launches": _group_count(codes(grouping.orphan_g), n),
+            "captured_launches": _group_count(codes(grouping.captured_g), n)
+            if grouping.captured_g is not None else np.zeros(n, np.int64),
             "orphan_copy_calls": _group_count(codes(grouping.orphan_copy_call_g), n)
             if grouping.orphan_copy_call_g is not None else np.zeros(n, np.int64),
             "aten_ops": _group_count(codes(grouping.aten_root_g), n),
@@ -324,6 +328,7 @@ def _base(c: dict, ctx: Context, n: int) -> dict:
     kernels = c["kernels"].tolist()
     return {"kernels": kernels, "launches": c["launches"].tolist(), "orphan_kernels": c["orphans"].tolist(),
             "orphan_copies": c["orphan_copies"].tolist(), "orphan_launches": c["orphan_launches"].tolist(),
+            "captured_launches": c["captured_launches"].tolist(),
             "orphan_copy_calls": c["orphan_copy_calls"].tolist(), "aten_ops": c["aten_ops"].tolist(),
             "chain_coverage": [round(f / k, 6) if k else None for f, k in zip(c["full_chain"].tolist(), kernels)],
             "floor_us": [ctx.floor.floor_us] * n, "floor_source": [ctx.floor.source] * n,

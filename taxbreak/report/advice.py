@@ -45,6 +45,9 @@ def advise(summary: dict) -> list[Advice]:
     ranked by the idle time they caused (exposed), not by their raw sums.
     """
     s = summary["all"]
+    capture = _capture(summary)
+    if capture:  # the steady-state numbers describe a few warm-up kernels: no steady-state advice
+        return [capture]
     if s.get("orchestration_us") is None:
         return [Advice("no kernels in the trace: the per-kernel split (ΔFT/ΔCT/ΔKT) and HDBI need a "
                        "CUDA device", "profile on a GPU; on this run compare host time per step and "
@@ -81,6 +84,23 @@ ACTIONS = {
     "copy_issued": "copies started long after their call: use pinned host memory (pageable copies are staged "
                    "through a bounce buffer) and keep them off streams that wait on other work",
 }
+
+
+CAPTURE_ACTION = ("profile replay steps after capture: start the profiler once the server has captured its "
+                  "CUDA graphs (after warm-up, e.g. torch.profiler schedule(wait=…, warmup=…) or the serving "
+                  "engine's profiler endpoint during requests); this trace's ΔFT/ΔCT/ΔKT and HDBI describe "
+                  "capture, not the workload")
+
+
+def _capture(summary: dict) -> Advice | None:
+    """The trace records CUDA-graph capture rather than execution (``meta.graph_capture.dominant``)."""
+    cap = (summary.get("meta") or {}).get("graph_capture") or {}
+    if not cap.get("dominant"):
+        return None
+    return Advice(f"this trace records CUDA-graph capture, not execution: {cap['captured_launches']:,} of "
+                  f"{cap['launch_calls']:,} launch calls ({100.0 * cap['captured_share']:.0f}%) were recorded into "
+                  f"graphs during {cap['capture_windows']:,} capture window(s) and never ran; only "
+                  f"{cap['executed_kernels']:,} kernel(s) executed", CAPTURE_ACTION)
 
 
 def _idle_share(s: dict) -> float | None:
