@@ -27,6 +27,7 @@ from .link import link
 from .partition import device_busy, host_partition
 from .reprs import analysis_repr, analysis_repr_html
 from .scopes import build_ops, phase_table, scope_inputs, step_table
+from .warmup import add_shares, find_warmup, warmup_summary
 from .steps import BETWEEN, BETWEEN_NAME, compile_pattern, find_steps, is_marker, marker_candidates
 from .summary import Context
 from .views import LAUNCH_API_KINDS, build_views, _ints, _strs
@@ -169,6 +170,7 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
     # shared by both tables below, computed before they run side by side
     inputs = scope_inputs(views, links, kernels, partition, steps, ctx, idle, window_pieces(window, steps))
     graph_capture = _graph_capture(views, links, kernels)
+    warmup = warmup_summary(find_warmup(views, links), views, kernels)
     # nothing reads the views or the links from here on: ~0.5 GB at 10 M events, let go
     # before the two tables' temporaries (the peak of a cold analyze)
     del views, links, marker, busy, path
@@ -179,7 +181,7 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
         phases_df, phase_dicts, all_dict = phases_job.result()
     meta = _meta(tables, source, steps, floor, ctx, passes)
     meta["graph_capture"] = graph_capture
-    summary = {"all": all_dict, "phases": phase_dicts, "steps": step_dicts, "meta": meta,
+    summary = {"all": all_dict, "phases": phase_dicts, "steps": step_dicts, "meta": meta, "warmup": add_shares(warmup, all_dict),
                "diagnostics": diags.as_dict()}
     return Analysis(kernels, steps_df, phases_df, ops, partition, summary, tables, idle)
 
