@@ -60,6 +60,8 @@ def advise(summary: dict) -> list[Advice]:
     if warmup:
         out.append(warmup)
     exposed = _exposed_layer(s)
+    if exposed and warmup:  # idle time is not split by warm-up: say that it is inside
+        exposed = Advice(exposed.finding + "; this includes the idle time of the warm-up calls above", exposed.action)
     if exposed:
         out.append(exposed)
     out.append(_dominant(s, summary.get("warmup") if warmup else None))
