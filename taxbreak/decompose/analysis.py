@@ -181,7 +181,8 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
         phases_df, phase_dicts, all_dict = phases_job.result()
     meta = _meta(tables, source, steps, floor, ctx, passes)
     meta["graph_capture"] = graph_capture
-    summary = {"all": all_dict, "phases": phase_dicts, "steps": step_dicts, "meta": meta, "warmup": add_shares(warmup, all_dict),
+    summary = {"all": all_dict, "phases": phase_dicts, "steps": step_dicts, "meta": meta,
+               "warmup": add_shares(warmup, all_dict),
                "diagnostics": diags.as_dict()}
     return Analysis(kernels, steps_df, phases_df, ops, partition, summary, tables, idle)
 

@@ -503,14 +503,15 @@ def _idle(grouping: Grouping, codes, idle: IdleArrays | None, ctx: Context, n: i
     out["devices"] = [{name: {"busy_us": busy, **split, "idle_us": idle_us,
                               "idle_by_cause_us": dict(zip(IDLE_CAUSES, causes))}
                        for name, busy, split, idle_us, causes in zip(names, busy_row, split_row, idle_row, cause_rows)}
-                      for busy_row, split_row, idle_row, cause_rows in zip(dev_busy_us, kinds, dev_idle_us, dev_cause_us)]
+                      for busy_row, split_row, idle_row, cause_rows
+                      in zip(dev_busy_us, kinds, dev_idle_us, dev_cause_us)]
     return out
 
 
 def _per_device_kinds(kind_busy: list[np.ndarray] | None, n: int, n_dev: int) -> list[list[dict]]:
     """``[group][device] -> {device_<kind>_busy_us: …}`` from the per-(group, device) unions."""
-    if kind_busy is None:
-        return [[{} for _ in range(n_dev)] for _ in range(n)]
+    if kind_busy is None:  # not measured: the keys are there, with null
+        return [[dict.fromkeys(BUSY_KIND_KEYS) for _ in range(n_dev)] for _ in range(n)]
     flat = [_chunks(_us_list(busy[:, :n_dev].reshape(-1)), n_dev) for busy in kind_busy]
     return [[dict(zip(BUSY_KIND_KEYS, (flat[k][g][d] for k in range(len(BUSY_KIND_KEYS))))) for d in range(n_dev)]
             for g in range(n)]
