@@ -108,12 +108,16 @@ def warmup_summary(w: Warmup, views: Views, kernels: pd.DataFrame) -> dict:
 
 
 def add_shares(warmup: dict, all_dict: dict) -> dict:
-    """``warmup`` with its share of the whole trace's ΔFT, ΔCT and T_Orchestrate."""
+    """``warmup`` with its share of the whole trace's ΔFT, ΔCT and T_Orchestrate. Where the trace's
+    component is not measured (``None``: no dispatch baseline for ΔCT, say), so is the warm-up part."""
     for key in ("framework", "library", "orchestration"):
-        warmup[f"{key}_share"] = _share(warmup[f"{key}_us"], all_dict.get(f"{key}_us"))
+        total = all_dict.get(f"{key}_us")
+        if total is None:
+            warmup[f"{key}_us"] = None
+        warmup[f"{key}_share"] = _share(warmup[f"{key}_us"], total)
     return warmup
 
 
-def _share(part: float, total: float | None) -> float | None:
+def _share(part: float | None, total: float | None) -> float | None:
     """``part / total``; ``None`` where the total is not measured or zero (never a made-up 0)."""
-    return round(part / total, 6) if total else None
+    return round(part / total, 6) if total and part is not None else None
