@@ -18,6 +18,7 @@ from ..trace.memory import release_freed_heap
 from ..trace.nesting import sorted_unique
 from ..trace.tables import TraceTables
 from .accessors import PhaseValues, phase_names, phase_values
+from .capture import capture_summary
 from .components import build_kernels
 from .floor import resolve_floor
 from .idle import attribute_idle, issued_path, window_pieces
@@ -27,9 +28,10 @@ from .op_chain import op_chain
 from .partition import device_busy, host_partition
 from .reprs import analysis_repr, analysis_repr_html
 from .scopes import build_ops, phase_table, scope_inputs, step_table
+from .warmup import add_shares, find_warmup, warmup_summary
 from .steps import BETWEEN, BETWEEN_NAME, compile_pattern, find_steps, is_marker, marker_candidates
 from .summary import Context
-from .views import build_views, _ints, _strs
+from .views import LAUNCH_API_KINDS, build_views, _ints, _strs
 
 log = logging.getLogger(__name__)
 FRAMES = ("kernels", "steps", "phases", "ops", "host_partition", "idle", "op_accounts")
@@ -170,6 +172,8 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
                   tuple(int(d) for d in sorted_unique(np.asarray(views.device.device, np.int64))))
     # shared by both tables below, computed before they run side by side
     inputs = scope_inputs(views, links, kernels, partition, steps, ctx, idle, window_pieces(window, steps))
+    graph_capture = _graph_capture(views, links, kernels)
+    warmup = warmup_summary(find_warmup(views, links), views, kernels)
     # nothing reads the views or the links from here on: ~0.5 GB at 10 M events, let go
     # before the two tables' temporaries (the peak of a cold analyze)
     del views, links, marker, busy, path
@@ -179,7 +183,9 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
         steps_df, step_dicts = step_table(inputs)
         phases_df, phase_dicts, all_dict = phases_job.result()
     meta = _meta(tables, source, steps, floor, ctx, passes)
+    meta["graph_capture"] = graph_capture
     summary = {"all": all_dict, "phases": phase_dicts, "steps": step_dicts, "meta": meta,
+               "warmup": add_shares(warmup, all_dict),
                "diagnostics": diags.as_dict()}
     return Analysis(kernels, steps_df, phases_df, ops, partition, summary, tables, idle, chain.accounts)
 
@@ -213,6 +219,13 @@ def _span(views) -> tuple[int, int]:
     if not starts:
         return 0, 0
     return int(min(a.min() for a in starts)), int(max(a.max() for a in ends))
+
+
+def _graph_capture(views, links, kernels: pd.DataFrame) -> dict:
+    """``meta.graph_capture`` (decompose/capture.py): launch calls captured against those made, and the
+    kernels that ran with a launch call in the trace."""
+    executed = int(((kernels["kind"] == "kernel") & kernels["launch_start_ns"].notna()).sum())
+    return capture_summary(links.capture, int(views.api.kind_is(*LAUNCH_API_KINDS).sum()), executed)
 
 
 def _assign_steps(kernels: pd.DataFrame, steps) -> None:

@@ -13,7 +13,8 @@ import pandas as pd
 
 # summary keys that count things: Int64 even when no row of a trace has a value
 COUNT_KEYS = frozenset({"kernels", "launches", "orphan_kernels", "orphan_copies", "orphan_launches",
-                        "orphan_copy_calls", "tokens", "aten_ops", "steps", "step", "start_ns", "end_ns"})
+                        "captured_launches", "orphan_copy_calls", "tokens", "aten_ops", "steps", "step",
+                        "start_ns", "end_ns"})
 # text keys: their missing values stay None in an object column
 TEXT_KEYS = frozenset({"phase", "name", "hdbi_reason", "floor_source", "idle_by_cause_us", "devices"})
 _INTEGER = {"integer"}

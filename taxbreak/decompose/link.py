@@ -23,6 +23,7 @@ import pandas as pd
 
 from ..trace.diagnostics import Diagnostics
 from ..trace.nesting import nesting, sorted_unique
+from .capture import Capture, find_capture
 from .intervals import innermost_enclosing, take_or
 from .views import LAUNCH_API_KINDS, LINKABLE_API_KINDS, Views
 
@@ -43,6 +44,7 @@ class Links:
     has_torch_level: bool  # the trace has python frames or torch-level ops at all
     has_library_ranges: bool
     roots: np.ndarray  # host indices of the outermost aten:: ops, by (lane, start) (``root_atens``)
+    capture: Capture | None = None  # CUDA-graph capture windows and captured launch calls (capture.py)
 
 
 def link(views: Views, is_marker: np.ndarray, diags: Diagnostics) -> Links:
@@ -51,6 +53,7 @@ def link(views: Views, is_marker: np.ndarray, diags: Diagnostics) -> Links:
     dev_api = _device_to_api(views)
     api_has_device = np.zeros(len(api.start_ns), dtype=bool)
     api_has_device[dev_api[dev_api >= 0]] = True
+    capture = find_capture(views, api_has_device)
     api_op = _api_to_aten(views)
     torch_level = (host.kind_is("python") | (host.kind_is("op") & ~host.is_aten)
                    | (host.kind_is("annotation") & ~is_marker))
@@ -59,9 +62,9 @@ def link(views: Views, is_marker: np.ndarray, diags: Diagnostics) -> Links:
     op_torch, py_origin = _aten_to_torch(views, api_op, op_root, torch_level, roots)
     is_lib = api.kind_is("library")
     api_library = _enclosing(views, is_lib, np.flatnonzero(~is_lib))
-    _count(views, dev_api, api_op, op_torch, api_has_device, bool(torch_level.any()), diags)
+    _count(views, dev_api, api_op, op_torch, api_has_device, bool(torch_level.any()), diags, capture.captured)
     return Links(dev_api, api_op, op_torch, op_root, py_origin, api_library, api_has_device,
-                 bool(torch_level.any()), bool(is_lib.any()), roots)
+                 bool(torch_level.any()), bool(is_lib.any()), roots, capture)
 
 
 def _device_to_api(views: Views) -> np.ndarray:
@@ -168,10 +171,13 @@ def _enclosing(views: Views, is_range: np.ndarray, queries: np.ndarray) -> np.nd
     return out
 
 
-def _count(views: Views, dev_api, api_op, op_torch, api_has_device, has_torch, diags: Diagnostics) -> None:
+def _count(views: Views, dev_api, api_op, op_torch, api_has_device, has_torch, diags: Diagnostics,
+           captured: np.ndarray) -> None:
     """Orphans and unlinked steps become counted diagnostics, never silent drops."""
     api = views.api
-    unmatched = (api.correlation != NONE) & ~api_has_device
+    diags.add("link.captured_launch", int(captured.sum()),
+              "launch call recorded into a CUDA graph during stream capture (no device activity: not run)")
+    unmatched = (api.correlation != NONE) & ~api_has_device & ~captured
     is_kernel = views.device.kind == "kernel"
     diags.add("link.orphan_kernel", int(((dev_api == NONE) & is_kernel).sum()),
               "kernel without a launch call in the trace")

@@ -9,6 +9,7 @@ import pandas as pd
 
 from ..trace.nesting import nesting, sorted_unique
 from .link import Links, root_atens
+from .busy import BusyPieces, busy_pieces
 from .dtypes import nullable_numeric
 from .steps import BETWEEN, BETWEEN_NAME, Steps
 from .summary import (SUMMARY_KEYS, Context, Grouping, IdleArrays, KernelArrays, grouped_columns, grouped_metrics,
@@ -26,6 +27,7 @@ class _ApiSteps:
     library_ns: np.ndarray
     aten_root: np.ndarray  # step of each outermost ATen op invocation
     orphan_copy_call: np.ndarray  # step of each memcpy/memset call without device activity
+    captured: np.ndarray  # step of each launch call recorded into a CUDA graph (capture.py)
 
 
 @dataclass
@@ -45,14 +47,16 @@ class ScopeInputs:
     api: _ApiSteps
     kernel_arrays: KernelArrays
     idle_arrays: IdleArrays | None
+    busy: BusyPieces | None = None  # device busy pieces per kind (decompose/busy.py)
 
 
 def scope_inputs(views: Views, links: Links, kernels: pd.DataFrame, partition: pd.DataFrame, steps: Steps,
                  ctx: Context, idle: pd.DataFrame | None = None,
                  window: tuple[np.ndarray, np.ndarray] | None = None) -> ScopeInputs:
     """The :class:`ScopeInputs` of one analysis."""
+    busy = busy_pieces(views.device, ctx.devices, steps) if ctx.has_device else None
     return ScopeInputs(kernels, partition, steps, ctx, idle, window, _compute_api_steps(views, links, steps),
-                       kernel_arrays(kernels), None if idle is None else idle_arrays(idle, ctx.devices))
+                       kernel_arrays(kernels), None if idle is None else idle_arrays(idle, ctx.devices), busy)
 
 
 def _compute_api_steps(views: Views, links: Links, steps: Steps) -> _ApiSteps:
@@ -60,15 +64,17 @@ def _compute_api_steps(views: Views, links: Links, steps: Steps) -> _ApiSteps:
     step = steps.assign(api.start_ns)
     is_launch = api.kind_is(*LAUNCH_API_KINDS)
     unmatched = (api.correlation != -1) & ~links.api_has_device
-    # a memset/memcpy call with no device record is no orphan *launch* (counted on its own)
-    orphan = api.kind_is(*LAUNCH_API_KINDS) & unmatched
+    captured = links.capture.captured if links.capture is not None else np.zeros(len(unmatched), dtype=bool)
+    # a memset/memcpy call with no device record is no orphan *launch* (counted on its own), nor is
+    # a launch recorded into a CUDA graph during capture
+    orphan = api.kind_is(*LAUNCH_API_KINDS) & unmatched & ~captured
     orphan_copy = api.kind_is("memcpy", "memset") & unmatched
     lib = np.flatnonzero(api.kind_is("library"))
     depth, _ = nesting(api.lane[lib], api.start_ns[lib], api.end_ns[lib] - api.start_ns[lib])
     outer = lib[depth == 0]  # nested library calls are inside their caller's range already
     roots = links.roots
     return _ApiSteps(step[is_launch], step[orphan], step[outer], api.end_ns[outer] - api.start_ns[outer],
-                     steps.assign(views.host.start_ns[roots]), step[orphan_copy])
+                     steps.assign(views.host.start_ns[roots]), step[orphan_copy], step[captured])
 
 
 def _step_rows(inp: ScopeInputs) -> pd.DataFrame:
@@ -92,7 +98,8 @@ def _grouping(inp: ScopeInputs, api: _ApiSteps, relabel, steps_per_group: dict, 
                     relabel(api.launch), relabel(api.orphan), relabel(api.library), api.library_ns,
                     steps_per_group, tokens, relabel(api.aten_root), relabel(api.orphan_copy_call),
                     None if idle_step is None else relabel(idle_step),
-                    None if window_step is None else relabel(window_step), window_ns)
+                    None if window_step is None else relabel(window_step), window_ns,
+                    None if inp.busy is None else relabel(inp.busy.step), relabel(api.captured))
 
 
 def step_table(inp: ScopeInputs) -> tuple[pd.DataFrame, list[dict]]:
@@ -102,7 +109,7 @@ def step_table(inp: ScopeInputs) -> tuple[pd.DataFrame, list[dict]]:
     counts = {i: (0 if i == BETWEEN else 1) for i in ids}
     metrics = grouped_columns(inp.kernel_arrays, inp.partition,
                               _grouping(inp, inp.api, lambda s: np.asarray(s, np.int64), counts, None),
-                              ids, inp.ctx, inp.idle_arrays)
+                              ids, inp.ctx, inp.idle_arrays, inp.busy)
     columns = {"step": ids, "phase": rows["phase"].tolist(), "name": rows["name"].tolist(),
                "start_ns": _optional_ints(rows["start_ns"]), "end_ns": _optional_ints(rows["end_ns"]), **metrics}
     keys = list(columns)
@@ -147,11 +154,11 @@ def phase_table(inp: ScopeInputs) -> tuple[pd.DataFrame, dict, dict]:
     by_pos = grouped_metrics(inp.kernel_arrays, inp.partition,
                              _grouping(inp, api, to_phase, {i: per_phase[p] for i, p in enumerate(phases)},
                                        None if tokens is None else {i: tokens[p] for i, p in enumerate(phases)}),
-                             list(range(len(phases))), inp.ctx, inp.idle_arrays)
+                             list(range(len(phases))), inp.ctx, inp.idle_arrays, inp.busy)
     by_phase = {p: by_pos[i] for i, p in enumerate(phases)}
     everything = grouped_metrics(inp.kernel_arrays, inp.partition,
                                  _grouping(inp, api, lambda s: np.zeros(len(s), np.int64), {0: n_steps},
-                                           inp.ctx.tokens), [0], inp.ctx, inp.idle_arrays)[0]
+                                           inp.ctx.tokens), [0], inp.ctx, inp.idle_arrays, inp.busy)[0]
     df = _flat(pd.DataFrame([{"phase": p, **m} for p, m in by_phase.items()], columns=["phase", *SUMMARY_KEYS]))
     return df, {str(p): m for p, m in by_phase.items()}, everything
 

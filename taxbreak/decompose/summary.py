@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .busy import BUSY_KIND_KEYS, BUSY_KINDS, BusyPieces
 from .floor import Floor
 from .idle import CAUSES as IDLE_CAUSES
 from .intervals import running_end
@@ -23,8 +24,10 @@ SUM_COLS = {"ft_ns": "framework_us", "ft_python_ns": "framework_python_us", "ft_
             "kt_graph_ns": "launch_graph_us", "t_launch_ns": "tklqt_us", "queue_wait_ns": "queue_wait_us"}
 
 SUMMARY_KEYS = (
-    "kernels", "launches", "orphan_kernels", "orphan_copies", "orphan_launches", "orphan_copy_calls",
-    "chain_coverage", "device_active_us", "orphan_device_us", "device_busy_us", "span_us",
+    "kernels", "launches", "orphan_kernels", "orphan_copies", "orphan_launches", "captured_launches",
+    "orphan_copy_calls",
+    "chain_coverage", "device_active_us", "orphan_device_us", "device_busy_us", "device_kernel_busy_us",
+    "device_copy_busy_us", "device_memset_busy_us", "span_us",
     "gpu_idle_us", "tklqt_us", "queue_wait_us", "queue_wait_median_us", "queue_wait_p99_us", "queue_wait_union_us",
     "framework_us", "framework_python_us", "framework_dispatch_us", "library_us", "library_by_name_us",
     "launch_floor_us", "launch_latency_us", "launch_graph_us", "orchestration_us", "hdbi", "hdbi_reason",
@@ -66,6 +69,8 @@ class Grouping:
     idle_g: np.ndarray | None = None  # per Analysis.idle row
     window_g: np.ndarray | None = None  # per window piece (decompose.idle.window_pieces)
     window_ns: np.ndarray | None = None
+    busy_g: np.ndarray | None = None  # per busy piece (decompose.busy.busy_pieces)
+    captured_g: np.ndarray | None = None  # per launch call recorded into a CUDA graph (decompose.capture)
 
 
 @dataclass
@@ -131,15 +136,15 @@ def kernel_arrays(kernels: pd.DataFrame) -> KernelArrays:
 
 
 def grouped_metrics(kernels: KernelArrays, partition: pd.DataFrame, grouping: Grouping, groups: list,
-                    ctx: Context, idle: IdleArrays | None = None) -> dict:
+                    ctx: Context, idle: IdleArrays | None = None, busy: BusyPieces | None = None) -> dict:
     """``{group: summary dict}`` for every group in ``groups`` (keys: ``SUMMARY_KEYS``)."""
-    columns = grouped_columns(kernels, partition, grouping, groups, ctx, idle)
+    columns = grouped_columns(kernels, partition, grouping, groups, ctx, idle, busy)
     rows = zip(*(columns[key] for key in SUMMARY_KEYS))
     return {g: dict(zip(SUMMARY_KEYS, values)) for g, values in zip(groups, rows)}
 
 
 def grouped_columns(kernels: KernelArrays, partition: pd.DataFrame, grouping: Grouping, groups: list,
-                    ctx: Context, idle: IdleArrays | None = None) -> dict[str, list]:
+                    ctx: Context, idle: IdleArrays | None = None, busy: BusyPieces | None = None) -> dict[str, list]:
     """``{key: one value per group}`` for every key of ``SUMMARY_KEYS``, in ``groups`` order.
 
     Every quantity is a numpy sum over dense group codes (labels outside
@@ -152,6 +157,7 @@ def grouped_columns(kernels: KernelArrays, partition: pd.DataFrame, grouping: Gr
     k_g = codes(grouping.kernel_g)
     counts = _counts(kernels, k_g, grouping, codes)
     out = _base(counts, ctx, n)
+    kind_busy = _busy_by_kind(grouping, codes, busy, ctx, n)
     out.update(_device(counts, _busy_and_span(kernels, k_g, n), ctx))
     out.update(_queue(kernels, k_g, n, ctx))
     out.update(_components(counts, _sums(kernels, k_g, n), ctx))
@@ -159,7 +165,8 @@ def grouped_columns(kernels: KernelArrays, partition: pd.DataFrame, grouping: Gr
     out["library_measured_us"] = _us_list(lib) if ctx.has_library_ranges else [None] * n
     out.update(_tokens(out, _group_tokens(grouping.tokens, groups)))
     out.update(_host(partition, codes(grouping.partition_g), n, ctx))
-    out.update(_idle(grouping, codes, idle, ctx, n))
+    out.update(_idle(grouping, codes, idle, ctx, n, kind_busy))
+    out.update(_kind_busy_keys(kind_busy, _window_ns(grouping, codes, n), n))
     out["steps"] = [int(grouping.steps.get(g, 0)) for g in groups]
     return {key: out[key] for key in SUMMARY_KEYS}
 
@@ -234,6 +241,8 @@ def _counts(k: KernelArrays, k_g: np.ndarray, grouping: Grouping, codes) -> dict
             "full_chain": _group_count(np.where(k.full_chain, kern_g, -1), n),
             "launches": _group_count(codes(grouping.launch_g), n),
             "orphan_launches": _group_count(codes(grouping.orphan_g), n),
+            "captured_launches": _group_count(codes(grouping.captured_g), n)
+            if grouping.captured_g is not None else np.zeros(n, np.int64),
             "orphan_copy_calls": _group_count(codes(grouping.orphan_copy_call_g), n)
             if grouping.orphan_copy_call_g is not None else np.zeros(n, np.int64),
             "aten_ops": _group_count(codes(grouping.aten_root_g), n),
@@ -260,6 +269,27 @@ def _sums(k: KernelArrays, k_g: np.ndarray, n: int) -> dict:
         g = np.where(na, -1, kern_g)
         out[col] = (_group_sum(g, values, n), _group_count(g, n) > 0)
     return out
+
+
+def _busy_by_kind(grouping: Grouping, codes, busy: BusyPieces | None, ctx: Context, n: int) -> list[np.ndarray] | None:
+    """Per kind of BUSY_KINDS: busy ns per (group, device), shape (n, devices + 1), the last column the
+    union over all devices merged; ``None`` without pieces."""
+    if busy is None or grouping.busy_g is None or not ctx.has_device:
+        return None
+    n_dev, n_kind = len(ctx.devices) + 1, len(BUSY_KINDS)  # the last position: all devices merged
+    g = codes(grouping.busy_g)
+    cell = np.where(g >= 0, (g * n_dev + busy.device_pos) * n_kind + busy.kind, -1)
+    sums = _group_sum(cell, busy.dur_ns, n * n_dev * n_kind).reshape(n, n_dev, n_kind)
+    return [sums[:, :, kind] for kind in range(n_kind)]
+
+
+def _kind_busy_keys(kind_busy: list[np.ndarray] | None, wall: np.ndarray | None, n: int) -> dict:
+    """``device_<kind>_busy_us`` per group: the union over all devices merged, as ``device_busy_us``
+    (unions per kind: they may overlap each other)."""
+    if kind_busy is None:
+        return {key: [None] * n for key in BUSY_KIND_KEYS}
+    has = wall > 0 if wall is not None else np.ones(n, bool)
+    return {key: _us_list(busy[:, -1], has) for key, busy in zip(BUSY_KIND_KEYS, kind_busy)}
 
 
 def _busy_and_span(k: KernelArrays, k_g: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -298,6 +328,7 @@ def _base(c: dict, ctx: Context, n: int) -> dict:
     kernels = c["kernels"].tolist()
     return {"kernels": kernels, "launches": c["launches"].tolist(), "orphan_kernels": c["orphans"].tolist(),
             "orphan_copies": c["orphan_copies"].tolist(), "orphan_launches": c["orphan_launches"].tolist(),
+            "captured_launches": c["captured_launches"].tolist(),
             "orphan_copy_calls": c["orphan_copy_calls"].tolist(), "aten_ops": c["aten_ops"].tolist(),
             "chain_coverage": [round(f / k, 6) if k else None for f, k in zip(c["full_chain"].tolist(), kernels)],
             "floor_us": [ctx.floor.floor_us] * n, "floor_source": [ctx.floor.source] * n,
@@ -441,10 +472,16 @@ def _host(partition: pd.DataFrame, p_g: np.ndarray, n: int, ctx: Context) -> dic
     return out
 
 
-def _idle(grouping: Grouping, codes, idle: IdleArrays | None, ctx: Context, n: int) -> dict:
+def _window_ns(grouping: Grouping, codes, n: int) -> np.ndarray | None:
+    """Elapsed ns of each group's window pieces (``None`` without them)."""
+    return None if grouping.window_g is None else _group_sum(codes(grouping.window_g), grouping.window_ns, n)
+
+
+def _idle(grouping: Grouping, codes, idle: IdleArrays | None, ctx: Context, n: int,
+          kind_busy: list[np.ndarray] | None = None) -> dict:
     """Elapsed wall time, device idle by cause (summed over devices) and per device, per group."""
-    wall = (_group_sum(codes(grouping.window_g), grouping.window_ns, n) if grouping.window_g is not None
-            else np.zeros(n, np.int64))
+    wall = _window_ns(grouping, codes, n)
+    wall = wall if wall is not None else np.zeros(n, np.int64)
     out = {"wall_us": _us_list(wall, wall > 0) if grouping.window_g is not None else [None] * n}
     if idle is None or not ctx.has_device or grouping.idle_g is None:
         out.update(device_idle_us=[None] * n, idle_by_cause_us=[None] * n, devices=[None] * n)
@@ -463,10 +500,22 @@ def _idle(grouping: Grouping, codes, idle: IdleArrays | None, ctx: Context, n: i
     out["device_idle_us"] = _us_list(by_cause.sum(axis=1))
     out["idle_by_cause_us"] = [dict(zip(IDLE_CAUSES, row)) for row in cause_us]
     names = [str(d) for d in ctx.devices]
-    out["devices"] = [{name: {"busy_us": busy, "idle_us": idle_us, "idle_by_cause_us": dict(zip(IDLE_CAUSES, causes))}
-                       for name, busy, idle_us, causes in zip(names, busy_row, idle_row, cause_rows)}
-                      for busy_row, idle_row, cause_rows in zip(dev_busy_us, dev_idle_us, dev_cause_us)]
+    kinds = _per_device_kinds(kind_busy, n, n_dev)
+    out["devices"] = [{name: {"busy_us": busy, **split, "idle_us": idle_us,
+                              "idle_by_cause_us": dict(zip(IDLE_CAUSES, causes))}
+                       for name, busy, split, idle_us, causes in zip(names, busy_row, split_row, idle_row, cause_rows)}
+                      for busy_row, split_row, idle_row, cause_rows
+                      in zip(dev_busy_us, kinds, dev_idle_us, dev_cause_us)]
     return out
+
+
+def _per_device_kinds(kind_busy: list[np.ndarray] | None, n: int, n_dev: int) -> list[list[dict]]:
+    """``[group][device] -> {device_<kind>_busy_us: …}`` from the per-(group, device) unions."""
+    if kind_busy is None:  # not measured: the keys are there, with null
+        return [[dict.fromkeys(BUSY_KIND_KEYS) for _ in range(n_dev)] for _ in range(n)]
+    flat = [_chunks(_us_list(busy[:, :n_dev].reshape(-1)), n_dev) for busy in kind_busy]
+    return [[dict(zip(BUSY_KIND_KEYS, (flat[k][g][d] for k in range(len(BUSY_KIND_KEYS))))) for d in range(n_dev)]
+            for g in range(n)]
 
 
 _LIBRARY_CAUSE = IDLE_CAUSES.index("library")

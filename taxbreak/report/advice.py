@@ -45,15 +45,26 @@ def advise(summary: dict) -> list[Advice]:
     ranked by the idle time they caused (exposed), not by their raw sums.
     """
     s = summary["all"]
+    capture = _capture(summary)
+    if capture:  # the steady-state numbers describe a few warm-up kernels: no steady-state advice
+        return [capture]
     if s.get("orchestration_us") is None:
         return [Advice("no kernels in the trace: the per-kernel split (ΔFT/ΔCT/ΔKT) and HDBI need a "
                        "CUDA device", "profile on a GPU; on this run compare host time per step and "
                        "ATen ops per token between models or versions")]
     out = [_verdict(s)]
+    copies = _copy_heavy(s)
+    if copies:
+        out.append(copies)
+    warmup = _warmup(summary.get("warmup"))
+    if warmup:
+        out.append(warmup)
     exposed = _exposed_layer(s)
+    if exposed and warmup:  # idle time is not split by warm-up: say that it is inside
+        exposed = Advice(exposed.finding + "; this includes the idle time of the warm-up calls above", exposed.action)
     if exposed:
         out.append(exposed)
-    out.append(_dominant(s))
+    out.append(_dominant(s, summary.get("warmup") if warmup else None))
     if s.get("hdbi") is None and s.get("hdbi_reason"):
         out.append(Advice(f"HDBI is not measured: {s['hdbi_reason']}",
                           "capture with the PyTorch profiler (record_shapes, with_stack) or Nsight with "
@@ -83,6 +94,23 @@ ACTIONS = {
 }
 
 
+CAPTURE_ACTION = ("profile replay steps after capture: start the profiler once the server has captured its "
+                  "CUDA graphs (after warm-up, e.g. torch.profiler schedule(wait=…, warmup=…) or the serving "
+                  "engine's profiler endpoint during requests); this trace's ΔFT/ΔCT/ΔKT and HDBI describe "
+                  "capture, not the workload")
+
+
+def _capture(summary: dict) -> Advice | None:
+    """The trace records CUDA-graph capture rather than execution (``meta.graph_capture.dominant``)."""
+    cap = (summary.get("meta") or {}).get("graph_capture") or {}
+    if not cap.get("dominant"):
+        return None
+    return Advice(f"this trace records CUDA-graph capture, not execution: {cap['captured_launches']:,} of "
+                  f"{cap['launch_calls']:,} launch calls ({100.0 * cap['captured_share']:.0f}%) were recorded into "
+                  f"graphs during {cap['capture_windows']:,} capture window(s) and never ran; only "
+                  f"{cap['executed_kernels']:,} kernel(s) executed", CAPTURE_ACTION)
+
+
 def _idle_share(s: dict) -> float | None:
     devices = s.get("devices") or {}
     wall = s.get("wall_us")
@@ -91,15 +119,27 @@ def _idle_share(s: dict) -> float | None:
     return 100.0 * sum(d["idle_us"] for d in devices.values()) / (wall * len(devices))
 
 
+COPY_ACTION = ("cut host↔device copy time: fewer and larger copies (batch small transfers), pinned host memory "
+               "(pageable copies are staged and slower), keep data on the device between steps, and overlap the "
+               "copies that remain with compute on a side stream (non_blocking=True from pinned memory)")
+
+
+DEVICE_BOUND_IDLE_PCT = 20.0
+
+
 def _verdict(s: dict) -> Advice:
-    """Device-bound or host-bound, from the device's idle share (HDBI beside it where measured)."""
+    """Device-bound or host-bound, from the device's idle share (HDBI beside it where measured); a device-bound
+    trace whose device spent more time copying than computing is copy-bound."""
     idle = _idle_share(s)
     hdbi = s.get("hdbi")
     index = f"HDBI {hdbi:.3f}" if hdbi is not None else f"HDBI {NOT_MEASURED}"
     if idle is None:
         return Advice(f"{index}; device idle time {NOT_MEASURED}", "see the components below")
     queue = s.get("queue_wait_union_us")
-    if idle < 20.0:
+    if idle < DEVICE_BOUND_IDLE_PCT:
+        copy = _copy_bound(s, idle, index)
+        if copy:
+            return copy
         return Advice(f"device-bound: the GPU was idle {idle:.0f}% of the elapsed time ({index}); kernels "
                       f"queued behind device work for {queue or 0:,.1f} µs, which is healthy queueing here",
                       "host-side fixes buy little latency; look at the kernels themselves")
@@ -108,6 +148,34 @@ def _verdict(s: dict) -> Advice:
     return Advice(f"the GPU was idle {idle:.0f}% of the elapsed time ({index}); the host caused "
                   f"{host_caused:.0f}% of that idle time (the rest had no work pending)",
                   "host-side fixes shorten the step where they remove the idle time ranked below")
+
+
+def _copies_exceed_kernels(s: dict) -> tuple[float, float] | None:
+    """(copy busy, kernel busy) µs when copies (memcpy) kept the device busy longer than kernels did."""
+    copy, kernel = s.get("device_copy_busy_us"), s.get("device_kernel_busy_us")
+    if not copy or kernel is None or copy <= kernel:
+        return None
+    return copy, kernel
+
+
+def _copy_bound(s: dict, idle: float, index: str) -> Advice | None:
+    """Device-bound, and copies took more device time than kernels: the kernels are not the bottleneck."""
+    times = _copies_exceed_kernels(s)
+    if times is None:
+        return None
+    return Advice(f"copy-bound: the GPU was idle {idle:.0f}% of the elapsed time ({index}) and host↔device "
+                  f"copies kept it busy {times[0]:,.1f} µs against {times[1]:,.1f} µs of kernels (unions per kind, "
+                  "all devices)", COPY_ACTION)
+
+
+def _copy_heavy(s: dict) -> Advice | None:
+    """A host-bound trace whose busy time is mostly copies: said beside the verdict."""
+    times = _copies_exceed_kernels(s)
+    idle = _idle_share(s)
+    if times is None or idle is None or idle < DEVICE_BOUND_IDLE_PCT:
+        return None  # device-bound: the verdict says copy-bound already
+    return Advice(f"of the time the GPU was busy, copies took more than kernels: {times[0]:,.1f} µs of memcpy "
+                  f"against {times[1]:,.1f} µs of kernels (unions per kind, all devices)", COPY_ACTION)
 
 
 def _exposed_layer(s: dict) -> Advice | None:
@@ -124,15 +192,40 @@ def _exposed_layer(s: dict) -> Advice | None:
                   f"time (exposed, by cause: {ranked})", action)
 
 
-def _dominant(s: dict) -> Advice:
+WARMUP_SHARE = 0.5  # warm-up carrying at least half of T_Orchestrate makes the trace a warm-up trace
+WARMUP_ACTION = ("profile after warm-up: run a few iterations before the profiler starts (torch.profiler "
+                 "schedule(wait=…, warmup=…, active=…)) so lazy loading, handle creation and cudnn.benchmark "
+                 "autotuning stay outside the window; the steady-state target below sets the warm-up calls aside")
+
+
+def _warmup(w: dict | None) -> Advice | None:
+    """First calls (one-time initialisation) carry a large share of T_Orchestrate."""
+    share = (w or {}).get("orchestration_share")
+    if share is None or share < WARMUP_SHARE:
+        return None
+    names = ", ".join(op["op_name"] for op in w["ops"][:4])
+    ct = w.get("library_share")
+    ct_text = f", {100.0 * ct:.0f}% of ΔCT" if ct is not None else ""
+    return Advice(f"warm-up inside the profiled window: {w['calls']} first call(s) ({names}) took "
+                  f"{w['host_us']:,.1f} µs of host time and carry {100.0 * share:.0f}% of T_Orchestrate{ct_text}; "
+                  "that is one-time initialisation, not steady-state cost", WARMUP_ACTION)
+
+
+def _dominant(s: dict, warmup: dict | None = None) -> Advice:
+    """The largest orchestration component; with warm-up set aside when it dominates (``warmup``)."""
     parts = {key: s.get(key) for key in (FT, CT, FLOOR) if s.get(key) is not None}
     total = s["orchestration_us"] or 0.0
     if not parts:
         return Advice(f"T_Orchestrate components are {NOT_MEASURED}", "see the diagnostics")
+    scope = "exposed or not"
+    if warmup:  # steady state: what the kernels outside the warm-up calls carry
+        parts = {key: value - (warmup.get(key) or 0.0) for key, value in parts.items()}
+        total -= warmup.get("orchestration_us") or 0.0
+        scope = "exposed or not, warm-up calls set aside"
     key = max(parts, key=parts.get)
     share = 100.0 * parts[key] / total if total else 0.0
     label, action = _TARGETS[key]
-    return Advice(f"largest orchestration component (exposed or not): {label}, {share:.0f}% of T_Orchestrate "
+    return Advice(f"largest orchestration component ({scope}): {label}, {share:.0f}% of T_Orchestrate "
                   f"({parts[key]:,.1f} µs of {total:,.1f} µs)", action)
 
 

@@ -135,7 +135,24 @@ def idle_section(order: list[str], phases: dict, summary: dict) -> Markup:
     chart = idle_chart(rows)
     if chart is None:
         return tag("p", "GPU idle by cause: not measured (no device activity)", class_="missing")
-    return join([tag("h3", "GPU idle by cause"), chart])
+    return join([tag("h3", "GPU idle by cause"), chart, device_busy_table((summary.get("all") or {}).get("devices"))])
+
+
+BUSY_KEYS = ("device_busy_us", "device_kernel_busy_us", "device_copy_busy_us", "device_memset_busy_us")
+BUSY_LABELS = ("busy (any work)", "kernels", "copies (memcpy)", "memsets")
+
+
+def device_busy_table(devices: dict | None) -> Markup:
+    """Busy time per device split by kind: unions per kind, which can overlap (not a partition)."""
+    if not devices:
+        return join([])
+    keys = ("busy_us", *BUSY_KEYS[1:])
+    head = tag("tr", tag("th", "device"), *[tag("th", label + " µs") for label in BUSY_LABELS], tag("th", "idle µs"))
+    rows = [tag("tr", tag("td", name), *[_cell(number(d.get(key)), key) for key in (*keys, "idle_us")])
+            for name, d in devices.items()]
+    note = tag("p", "Kernels, copies and memsets are each the union of that kind's intervals: they can run at "
+                    "the same time, so they need not add up to the busy time.", class_="note")
+    return join([tag("h3", "Device busy time by kind (whole trace)"), tag("table", head, *rows), note])
 
 
 def _bar_group(label: str, metrics: dict) -> BarGroup:
@@ -147,7 +164,7 @@ def _bar_group(label: str, metrics: dict) -> BarGroup:
 
 def _phase_table(order: list[str], phases: dict, summary: dict) -> Markup:
     # the host rows are measured without a GPU too: on a CPU run they are the comparable numbers
-    keys = [k for k, _ in COMPONENTS] + ["orchestration_us", "device_active_us", "hdbi", "kernels",
+    keys = [k for k, _ in COMPONENTS] + ["orchestration_us", "device_active_us", *BUSY_KEYS, "hdbi", "kernels",
                                          "kernels_per_token", "orchestration_us_per_token", "steps",
                                          "aten_ops", "aten_ops_per_token", "host_thread_us"]
     head = tag("tr", tag("th", "metric"), *[tag("th", p) for p in order + ["all"]])

@@ -27,7 +27,8 @@ METRIC_KEYS: tuple[str, ...] = (
     "exposed_orchestration_us", "hidden_orchestration_us", "steps", "aten_ops", "aten_ops_per_token",
     "orphan_copies", "orphan_copy_calls", "chain_coverage", "orphan_device_us", "queue_wait_us",
     "queue_wait_median_us", "queue_wait_p99_us", "queue_wait_union_us", "launch_graph_us", "hdbi_reason",
-    "wall_us", "device_idle_us",
+    "wall_us", "device_idle_us", "captured_launches", "device_kernel_busy_us", "device_copy_busy_us",
+    "device_memset_busy_us",
 )
 # keys whose value is a dict (per cause, per device): shown by the reports, not limited by budgets
 NESTED_KEYS: tuple[str, ...] = ("idle_by_cause_us", "devices")

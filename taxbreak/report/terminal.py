@@ -147,6 +147,15 @@ IDLE_ROWS = [("python", "Python"), ("dispatch", "ATen dispatch"), ("library", "C
              ("unlinked", "next work has no launch call"), ("nothing_pending", "nothing pending")]
 
 
+BUSY_ROWS = [("device_kernel_busy_us", "  busy in kernels"), ("device_copy_busy_us", "  busy in copies (memcpy)"),
+             ("device_memset_busy_us", "  busy in memsets")]
+
+
+def _busy_share(d: dict, key: str) -> str:
+    busy, value = d.get("busy_us"), d.get(key)
+    return fmt(100.0 * value / busy if busy and value is not None else None, "{:.1f}%")
+
+
 def render_idle(s: dict, console: Console) -> None:
     """GPU idle time by the host layer that caused it, per device (exact: parts sum to idle)."""
     devices = s.get("devices")
@@ -166,8 +175,12 @@ def render_idle(s: dict, console: Console) -> None:
         table.add_row(label, *cells)
     table.add_row("[bold]idle[/bold]", *[c for d in devices.values() for c in (fmt(d["idle_us"]), "")])
     table.add_row("busy", *[c for d in devices.values() for c in (fmt(d["busy_us"]), "")])
+    for key, label in BUSY_ROWS:  # unions per kind: they may overlap, so they need not add up to busy
+        table.add_row(label, *[c for d in devices.values() for c in (fmt(d.get(key)), _busy_share(d, key))])
     table.add_row("elapsed", *[c for d in devices.values() for c in (fmt(s["wall_us"]), "")])
     console.print(table)
+    console.print("(kernels, copies and memsets are unions per kind: they can overlap, so their shares of busy "
+                  "time need not add up to 100%)")
 
 
 def render_host_partition(s: dict, console: Console) -> None:

@@ -43,6 +43,8 @@ class PlantedLaunch:
     stream: int | None = None  # None: the spec's stream
     graph_kernels: int = 0  # > 0: a cudaGraphLaunch replaying this many kernels (kernel_dur_ns each)
     graph_gap_ns: int = 700  # device gap between the graph's kernels
+    no_device: bool = False  # the call has no device activity in the trace (an orphan launch)
+    copy_bytes: int = 0  # > 0: a cudaMemcpyAsync of this many bytes (kernel_dur_ns on the device), not a kernel
     # a workspace cudaMemsetAsync inside the dispatch gap (cuBLASLt): it starts memset_at_ns into
     # the gap and lasts memset_dur_ns (0: none); the gap's time on both sides stays T_dispatch
     memset_at_ns: int = 0
@@ -64,6 +66,15 @@ class PlantedOp:
 class PlantedStep:
     phase: str
     ops: list[PlantedOp]
+    # "stream": the step records a CUDA graph between cudaStreamBeginCapture and cudaStreamEndCapture
+    # (then cudaGraphInstantiate); "annotation": inside a capture_… user annotation. Either way its
+    # launches are captured: calls without device activity.
+    capture: str = ""
+
+
+CAPTURE_CALLS = (("cudaStreamBeginCapture", 2_000), ("cudaStreamEndCapture", 3_000),
+                 ("cudaGraphInstantiateWithFlags", 50_000))
+CAPTURE_ANNOTATION = "capture_bs_8"
 
 
 @dataclass
@@ -126,9 +137,15 @@ def build(spec: PlantedSpec) -> Planted:
     run_start = t
     for i, step in enumerate(spec.steps):
         step_start = t
-        part = dict.fromkeys(("python", "dispatch", "library", "launch_api", "untraced"), 0)
+        part = dict.fromkeys(("python", "dispatch", "library", "launch_api", "other_api", "untraced"), 0)
+        if step.capture == "stream":
+            t = _capture_call(rows, spec, CAPTURE_CALLS[0], t, part)
         for op in step.ops:
-            t = _op(rows, spec, op, t, i, step.phase, part)
+            t = _op(rows, spec, op, t, i, step.phase, part, captured=bool(step.capture))
+        if step.capture == "stream":
+            t = _capture_call(rows, spec, CAPTURE_CALLS[2], _capture_call(rows, spec, CAPTURE_CALLS[1], t, part), part)
+        if step.capture == "annotation":
+            _host(rows, spec, "annotation", CAPTURE_ANNOTATION, step_start, t - step_start)
         _host(rows, spec, "annotation", f"taxbreak/{step.phase}/{i}", step_start, t - step_start)
         rows.parts.append({"step": i, "phase": step.phase, **part, "wall": t - step_start,
                            "start_ns": step_start, "end_ns": t})
@@ -137,7 +154,17 @@ def build(spec: PlantedSpec) -> Planted:
                    pd.DataFrame(rows.timeline, columns=["start_ns", "end_ns", "label"]))
 
 
-def _op(rows: _Rows, spec: PlantedSpec, op: PlantedOp, t: int, step: int, phase: str, part: dict) -> int:
+def _capture_call(rows: _Rows, spec: PlantedSpec, call: tuple[str, int], t: int, part: dict) -> int:
+    """One capture-control runtime call (kind ``other``) at ``t``; returns its end."""
+    name, dur = call
+    rows.api.append(_api_row(rows, spec, "cuda_runtime", "other", name, t, dur, rows.nid(), -1))
+    rows.segment(t, dur, "other_api")
+    part["other_api"] += dur
+    return t + dur
+
+
+def _op(rows: _Rows, spec: PlantedSpec, op: PlantedOp, t: int, step: int, phase: str, part: dict,
+        captured: bool = False) -> int:
     torch_start = t + op.gap_ns
     aten_start = torch_start + op.py_ns
     rows.segment(t, op.gap_ns, "untraced")
@@ -160,16 +187,16 @@ def _op(rows: _Rows, spec: PlantedSpec, op: PlantedOp, t: int, step: int, phase:
         else:
             part["dispatch"] += launch.library_ns
             rows.segment(lib_start, launch.library_ns, "dispatch")
-        name = "cudaGraphLaunch" if launch.graph_kernels else "cudaLaunchKernel"
-        kind = "graph_launch" if launch.graph_kernels else "launch"
+        name, kind = _call_name(launch)
         rows.api.append(_api_row(rows, spec, "cuda_runtime", kind, name, call_start, launch.launch_dur_ns, corr, ext))
-        rows.segment(call_start, launch.launch_dur_ns, "launch_api")
-        _kernels(rows, spec, launch, call_start, corr, ext, {
-            "step": step, "phase": phase, "t_py_ns": op.py_ns, "first_in_op": first_in_op,
-            "t_dispatch_ns": launch.dispatch_ns + launch.library_ns, "is_library": launch.is_library,
-            "launch_dur_ns": launch.launch_dur_ns})
+        rows.segment(call_start, launch.launch_dur_ns, "other_api" if launch.copy_bytes else "launch_api")
+        if not (captured or launch.no_device):
+            _kernels(rows, spec, launch, call_start, corr, ext, {
+                "step": step, "phase": phase, "t_py_ns": op.py_ns, "first_in_op": first_in_op,
+                "t_dispatch_ns": launch.dispatch_ns + launch.library_ns, "is_library": launch.is_library,
+                "launch_dur_ns": launch.launch_dur_ns})
         part["dispatch"] += launch.dispatch_ns
-        part["launch_api"] += launch.launch_dur_ns
+        part["other_api" if launch.copy_bytes else "launch_api"] += launch.launch_dur_ns
         cursor = call_start + launch.launch_dur_ns
     aten_end = cursor + op.tail_ns
     rows.segment(cursor, op.tail_ns, "dispatch")
@@ -202,6 +229,13 @@ def _memset(rows: _Rows, spec: PlantedSpec, launch: PlantedLaunch, cursor: int, 
     return start + launch.memset_dur_ns
 
 
+def _call_name(launch: PlantedLaunch) -> tuple[str, str]:
+    """(API name, API kind) of a planted call."""
+    if launch.copy_bytes:
+        return "cudaMemcpyAsync", "memcpy"
+    return ("cudaGraphLaunch", "graph_launch") if launch.graph_kernels else ("cudaLaunchKernel", "launch")
+
+
 def _kernels(rows: _Rows, spec: PlantedSpec, launch: PlantedLaunch, call_start: int, corr: int, ext: int,
              truth: dict) -> None:
     """The device work of one launch call and its planted truth.
@@ -217,8 +251,9 @@ def _kernels(rows: _Rows, spec: PlantedSpec, launch: PlantedLaunch, call_start: 
             else rows.stream_free.get(stream, call_start))
     start = max(call_start + spec.floor_ns, free) + launch.latency_ns
     for i in range(n):
-        rows.device.append((rows.nid(), spec.pid, "kernel", launch.kernel, spec.device, graph_stream, 1, start,
-                            launch.kernel_dur_ns, corr, ext, 1, 1, 1, 128, 1, 1, 32, 0, -1, -1, -1))
+        kind, size = ("memcpy", launch.copy_bytes) if launch.copy_bytes else ("kernel", -1)
+        rows.device.append((rows.nid(), spec.pid, kind, launch.kernel, spec.device, graph_stream, 1, start,
+                            launch.kernel_dur_ns, corr, ext, 1, 1, 1, 128, 1, 1, 32, 0, size, -1, -1))
         rows.truth.append({**truth, "kernel": launch.kernel, "correlation": corr, "start_ns": start,
                            "t_launch_ns": start - call_start, "dur_ns": launch.kernel_dur_ns,
                            "stream_free_ns": free - call_start, "graph_node": i if launch.graph_kernels else -1,

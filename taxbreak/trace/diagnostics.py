@@ -42,6 +42,8 @@ DIAGNOSTIC_CODES: dict[str, tuple[str, str]] = {
     "link.orphan_kernel": (WARNING, "kernel whose launch call is not in the trace"),
     "link.orphan_copy": (WARNING, "memcpy/memset device activity whose API call is not in the trace"),
     "link.orphan_launch": (WARNING, "kernel launch call whose device activity is not in the trace"),
+    "link.captured_launch": (INFO, "launch call recorded into a CUDA graph during stream capture; not run, "
+                             "not an orphan"),
     "link.orphan_copy_call": (INFO, "memcpy/memset call without a device record (not a kernel launch)"),
     "link.no_op": (WARNING, "launch call outside any ATen op"),
     "link.no_torch_op": (INFO, "ATen op without an enclosing Python frame or torch-level op"),
