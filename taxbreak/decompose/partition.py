@@ -30,34 +30,50 @@ import numpy as np
 import pandas as pd
 
 from ..trace.nesting import lane_clock, sorted_unique
+from .host_frames import frame_flags
+from .host_labels import (DISPATCH, HOST_STALL, LABELS, PYTHON, HostIntervals, host_labels, length_stalls,
+                          priority_labels, runs, stall_threshold)
 from .intervals import covered_before, union_intervals, unique_inverse
 from .steps import BETWEEN, Steps
-from .views import LAUNCH_API_KINDS, Views
+from .views import LAUNCH_API_KINDS, LINKABLE_API_KINDS, Views
 
-LABELS = ("untraced", "python", "dispatch", "library", "other_api", "sync", "launch_api")
-HOST_WORK = np.array([False, True, True, True, True, False, True])
+HOST_WORK = np.array([False, True, True, True, True, False, True, False, False])
 COLUMNS = {"python": "host_python_ns", "dispatch": "host_dispatch_ns", "library": "host_library_ns",
            "launch_api": "host_launch_api_ns", "sync": "host_sync_ns", "other_api": "host_other_api_ns",
-           "untraced": "host_untraced_ns"}
+           "untraced": "host_untraced_ns", "blocked": "host_blocked_ns", "host_stall": "host_stall_ns"}
 
 
-def _categories(views: Views, marker: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(lane, start, end, label index) of every covering interval."""
-    host, api = views.host, views.api
-    keep = ~marker
-    host_cat = np.where(host.is_aten, LABELS.index("dispatch"), LABELS.index("python"))[keep]
+def _api_intervals(views: Views) -> tuple[np.ndarray, np.ndarray]:
+    """(label index, lane) of every API call."""
+    api = views.api
     # a memcpy call without "Async" blocks the host (classified once per distinct name)
     async_name = np.array(["Async" in n for n in api.name_cats], dtype=bool)
     is_async = async_name[api.name_codes] if len(api.name_codes) else np.zeros(0, dtype=bool)
     blocking_copy = api.kind_is("memcpy") & ~is_async
-    api_cat = np.select(
+    cat = np.select(
         [api.kind_is(*LAUNCH_API_KINDS), api.kind_is("sync") | blocking_copy, api.kind_is("library")],
         [LABELS.index("launch_api"), LABELS.index("sync"), LABELS.index("library")],
         LABELS.index("other_api"))
-    lane = np.concatenate([host.lane[keep], api.lane])
-    start = np.concatenate([host.start_ns[keep], api.start_ns])
-    end = np.concatenate([host.end_ns[keep], api.end_ns])
-    return lane, start, end, np.concatenate([host_cat, api_cat]).astype(np.int8)
+    return cat.astype(np.int8), api.lane
+
+
+def _host_intervals(views: Views, marker: np.ndarray) -> HostIntervals:
+    """The host events the partition labels by: no step markers, no zero-length events."""
+    host = views.host
+    keep = np.flatnonzero(~marker & (host.end_ns > host.start_ns))
+    # ops last: where a frame and an op have the same span, the op is the inner one (nesting keeps input order)
+    keep = keep[np.argsort(host.is_aten[keep], kind="stable")]
+    blocking, stall = frame_flags(host.name_codes, host.name_cats, host.is_aten)
+    cat = np.where(host.is_aten[keep], DISPATCH, PYTHON).astype(np.int8)
+    return HostIntervals(host.lane[keep], host.start_ns[keep], host.end_ns[keep], cat, blocking[keep],
+                         stall[keep], host.name_codes[keep])
+
+
+def launching_lanes(views: Views) -> np.ndarray:
+    """Per lane: the thread issues GPU work (a launch, graph-launch, memcpy or memset call)."""
+    api = views.api
+    issues = api.kind_is(*LINKABLE_API_KINDS)
+    return np.bincount(api.lane[issues], minlength=views.n_lanes)[:views.n_lanes] > 0
 
 
 def _lane_spans(views: Views) -> tuple[np.ndarray, np.ndarray]:
@@ -125,14 +141,29 @@ def _by_lane(lane: np.ndarray):
     return zip(lanes, np.split(order, first[1:]))
 
 
+@dataclass
+class HostStalls:
+    """The host stalls of the trace: one row per maximal run of ``host_stall`` time on a thread
+    (``pid``, ``tid``, ``start_ns``, ``end_ns``, ``frame``: the innermost event holding the whole
+    run), and the length rule's threshold (ns; ``None`` where the trace has no Python run)."""
+
+    table: pd.DataFrame
+    threshold_ns: int | None
+
+
 def host_partition(views: Views, marker: np.ndarray, steps: Steps,
-                   busy: tuple[np.ndarray, np.ndarray]) -> tuple[pd.DataFrame, LaneLabels]:
-    """One row per (pid, tid, step): the host partition in ns (see module docstring),
-    and its labelled segments (:class:`LaneLabels`) for the idle attribution."""
+                   busy: tuple[np.ndarray, np.ndarray]) -> tuple[pd.DataFrame, LaneLabels, HostStalls]:
+    """One row per (pid, tid, step): the host partition in ns (see module docstring), its
+    labelled segments (:class:`LaneLabels`) for the idle attribution, and the stalls."""
     if views.n_lanes == 0:
         empty = np.zeros(0, np.int64)
-        return _empty(), LaneLabels(empty, np.zeros(0, np.int8), np.zeros(1, np.int64))
-    lane, start, end, cat = _categories(views, marker)
+        return _empty(), LaneLabels(empty, np.zeros(0, np.int8), np.zeros(1, np.int64)), _no_stalls(None)
+    host = _host_intervals(views, marker)
+    api_cat, api_lane = _api_intervals(views)
+    n_host, n_iv = len(host.start), len(host.start) + len(api_cat)
+    start = np.concatenate([host.start, views.api.start_ns])
+    end = np.concatenate([host.end, views.api.end_ns])
+    lane = np.concatenate([host.lane, api_lane])
     lo, hi = _lane_spans(views)
     step_b = sorted_unique(np.concatenate([steps.table["start_ns"], steps.table["end_ns"]]).astype(np.int64))
     # step boundaries cut every lane whose span they fall in
@@ -140,25 +171,117 @@ def host_partition(views: Views, marker: np.ndarray, steps: Steps,
     st = np.tile(step_b, views.n_lanes)
     inside = (st > lo[sl]) & (st < hi[sl])
     clock = lane_clock(views.n_lanes, [start, end, lo, hi])
-    n_iv = len(start)
     p_key = _boundary_keys(clock, (lane, start), (lane, end), (np.arange(views.n_lanes), lo),
                            (np.arange(views.n_lanes), hi), (sl[inside], st[inside]))
     del lane, start, end, sl, st
     keys, pos = unique_inverse(p_key)
     del p_key
-    label = _labels(len(keys), pos[:n_iv], pos[n_iv:2 * n_iv], cat)[:-1]
-    del pos, cat
+    s_pos, e_pos = pos[:n_iv], pos[n_iv:2 * n_iv]
+    label, owner, parent = host_labels(len(keys), s_pos[:n_host], e_pos[:n_host], host, pos[2 * n_iv:2 * n_iv + views.n_lanes])
+    api_label = priority_labels(len(keys), s_pos[n_host:], e_pos[n_host:], api_cat)
+    label = np.where(api_label > 0, api_label, label)[:-1]
+    del pos, api_label, s_pos, e_pos
     seg_lane, t = clock.split(keys)
     del keys
+    ok = seg_lane[:-1] == seg_lane[1:]  # segments between two lanes are not segments
+    launching = launching_lanes(views)
+    stalls = _apply_length_rule(label, ok & launching[seg_lane[:-1]], t)
+    stall_table = _stall_table(views, host, label, ok, seg_lane, t, owner, parent)
+    del owner, parent
     # device-busy time before each boundary, once per boundary (segments share them)
     covered = covered_before(busy[0], busy[1], t)
     busy_ns = covered[1:] - covered[:-1]
     del covered
     lanes = LaneLabels(t, label, np.searchsorted(seg_lane, np.arange(views.n_lanes + 1)))
-    ok = seg_lane[:-1] == seg_lane[1:]  # segments between two lanes are not segments
     if ok.all():  # views, not copies: at 10 M events each copy is ~80 MB
-        return _aggregate(views, seg_lane[:-1], steps, t[:-1], t[1:], label, busy_ns), lanes
-    return _aggregate(views, seg_lane[:-1][ok], steps, t[:-1][ok], t[1:][ok], label[ok], busy_ns[ok]), lanes
+        frame = _aggregate(views, seg_lane[:-1], steps, t[:-1], t[1:], label, busy_ns)
+    else:
+        frame = _aggregate(views, seg_lane[:-1][ok], steps, t[:-1][ok], t[1:][ok], label[ok], busy_ns[ok])
+    frame["launches_work"] = launching[frame["lane"].to_numpy()]
+    return frame.drop(columns="lane"), lanes, HostStalls(stall_table, stalls)
+
+
+def _apply_length_rule(label: np.ndarray, launching_seg: np.ndarray, t: np.ndarray) -> int | None:
+    """Relabel (in place) the Python/untraced runs of the launching threads that are longer
+    than the trace's stall threshold as ``host_stall``; the threshold (ns) or ``None``."""
+    threshold = stall_threshold(label, launching_seg, t)
+    label[length_stalls(label, launching_seg, t, threshold)] = HOST_STALL
+    return threshold
+
+
+def _stall_table(views: Views, host: HostIntervals, label, ok, seg_lane, t, owner, parent) -> pd.DataFrame:
+    """One row per maximal run of ``host_stall`` segments, named by the innermost host event
+    holding the whole run, else by the outermost frame inside the run under its longest
+    segment (``(untraced)`` where that segment has no event)."""
+    first, last = runs(label == HOST_STALL, ok)
+    run_start, run_end = t[first], t[last + 1]
+    holder = _holder(host, owner[first], parent, run_start, run_end)
+    inside = _outermost_inside(host, owner[_longest_segment(first, last, t)], parent, run_start, run_end)
+    names = host_names(views, host, np.where(holder >= 0, holder, inside))
+    return pd.DataFrame({"pid": views.lane_pid[seg_lane[first]], "tid": views.lane_tid[seg_lane[first]],
+                         "start_ns": run_start, "end_ns": run_end, "frame": names})
+
+
+def _longest_segment(first: np.ndarray, last: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """The longest segment of each run ``first[i]..last[i]`` (the earliest on ties)."""
+    count = last - first + 1
+    run = np.repeat(np.arange(len(first)), count)
+    seg = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count) + first[run]
+    order = np.lexsort((seg, -(t[seg + 1] - t[seg]), run))
+    head = np.concatenate([[True], run[order][1:] != run[order][:-1]]) if len(order) else np.zeros(0, bool)
+    return seg[order][head]
+
+
+def _outermost_inside(host: HostIntervals, cand: np.ndarray, parent: np.ndarray, run_start, run_end) -> np.ndarray:
+    """Walk each candidate up its parents while the parent still lies inside its run."""
+    cand = cand.copy()
+    while True:
+        up = np.where(cand >= 0, parent[np.maximum(cand, 0)], -1) if len(parent) else np.full(len(cand), -1)
+        safe = np.maximum(up, 0)
+        move = (up >= 0) & (host.start[safe] >= run_start) & (host.end[safe] <= run_end) if len(parent) else up >= 0
+        if not move.any():
+            return cand
+        cand[move] = up[move]
+
+
+def _holder(host: HostIntervals, cand: np.ndarray, parent: np.ndarray, run_start, run_end) -> np.ndarray:
+    """Walk each candidate up its parents until it holds ``[run_start, run_end)`` (-1: none).
+    One vectorized step per nesting level, over the few stall runs only."""
+    cand = cand.copy()
+    while True:
+        has = cand >= 0
+        safe = np.where(has, cand, 0)
+        short = has & ((host.start[safe] > run_start) | (host.end[safe] < run_end)) if len(host.start) else has
+        if not short.any():
+            return cand
+        cand[short] = parent[cand[short]]
+
+
+def host_names(views: Views, host: HostIntervals, rows: np.ndarray) -> np.ndarray:
+    """Names of host intervals ``rows`` (``(untraced)`` for -1), as an object array."""
+    out = np.full(len(rows), "(untraced)", dtype=object)
+    has = rows >= 0
+    out[has] = views.host.name_cats[host.name_codes[rows[has]]]
+    return out
+
+
+def stall_meta(stalls: HostStalls, top: int = 10) -> dict:
+    """``host_stall_threshold_us`` and ``host_stall_frames``: the ``top`` frames by stall time,
+    each ``{frame, stalls, us}`` (the summary's ``meta``)."""
+    table = stalls.table
+    dur = (table["end_ns"] - table["start_ns"]).to_numpy(np.int64)
+    by = pd.DataFrame({"frame": table["frame"].astype(str), "ns": dur}).groupby("frame")["ns"].agg(["count", "sum"])
+    by = by.sort_values(["sum", "count"], ascending=False).head(top)
+    frames = [{"frame": name, "stalls": int(row["count"]), "us": int(row["sum"]) / 1000.0} for name, row in by.iterrows()]
+    threshold = None if stalls.threshold_ns is None else stalls.threshold_ns / 1000.0
+    return {"host_stall_threshold_us": threshold, "host_stall_frames": frames}
+
+
+def _no_stalls(threshold: int | None) -> HostStalls:
+    table = pd.DataFrame({"pid": pd.Series([], dtype=np.int64), "tid": pd.Series([], dtype=np.int64),
+                          "start_ns": pd.Series([], dtype=np.int64), "end_ns": pd.Series([], dtype=np.int64),
+                          "frame": pd.Series([], dtype=object)})
+    return HostStalls(table, threshold)
 
 
 def _boundary_keys(clock, *parts: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
@@ -170,29 +293,6 @@ def _boundary_keys(clock, *parts: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
         clock.key_into(out[at:at + len(time_ns)], lane, time_ns)
         at += len(time_ns)
     return out
-
-
-def _labels(n: int, s_pos: np.ndarray, e_pos: np.ndarray, cat: np.ndarray) -> np.ndarray:
-    """Highest-priority category open on each of the ``n`` segments (0 = untraced);
-    ``s_pos``/``e_pos`` are the boundary positions of each interval's start and end.
-
-    A +1/−1 sweep per category: open counts are the running sums of starts
-    minus ends at or before each boundary key.
-    """
-    label = np.zeros(n, dtype=np.int8)
-    # group the intervals by category once (a radix sort of small ints), then slice
-    by_cat = np.argsort(cat.astype(np.uint8), kind="stable")
-    bounds = np.concatenate([[0], np.cumsum(np.bincount(cat, minlength=len(LABELS)))])
-    s_pos, e_pos = s_pos[by_cat], e_pos[by_cat]
-    for c in range(1, len(LABELS)):
-        lo, hi = bounds[c], bounds[c + 1]
-        if lo == hi:
-            continue
-        open_count = np.bincount(s_pos[lo:hi], minlength=n)
-        open_count -= np.bincount(e_pos[lo:hi], minlength=n)
-        np.cumsum(open_count, out=open_count)
-        label[open_count > 0] = c
-    return label
 
 
 def _aggregate(views: Views, seg_lane, steps: Steps, t0, t1, label, busy_ns) -> pd.DataFrame:
@@ -216,7 +316,8 @@ def _aggregate(views: Views, seg_lane, steps: Steps, t0, t1, label, busy_ns) -> 
     by_label = _sums(cell, t1 - t0, n * len(LABELS)).reshape(n, len(LABELS))
     hidden = _sums(cell, busy_ns, n * len(LABELS)).reshape(n, len(LABELS))[:, HOST_WORK].sum(axis=1)
     g_lane, g_rank = np.divmod(present, np.int64(len(step_ids)))
-    out = pd.DataFrame({"pid": views.lane_pid[g_lane], "tid": views.lane_tid[g_lane], "step": step_ids[g_rank]})
+    out = pd.DataFrame({"pid": views.lane_pid[g_lane], "tid": views.lane_tid[g_lane], "step": step_ids[g_rank],
+                        "lane": g_lane})
     for i, name in enumerate(LABELS):
         out[COLUMNS[name]] = by_label[:, i]
     out["host_thread_ns"] = by_label.sum(axis=1)
@@ -259,7 +360,9 @@ def _sums(codes: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
 def _empty() -> pd.DataFrame:
     cols = ["pid", "tid", "step", *COLUMNS.values(), "host_thread_ns", "exposed_orchestration_ns",
             "hidden_orchestration_ns"]
-    return pd.DataFrame({c: pd.Series([], dtype=np.int64) for c in cols})
+    out = pd.DataFrame({c: pd.Series([], dtype=np.int64) for c in cols})
+    out["launches_work"] = pd.Series([], dtype=bool)
+    return out
 
 
 def device_busy(start_ns: np.ndarray, end_ns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
