@@ -176,7 +176,7 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
         steps_df, step_dicts = step_table(inputs)
         phases_df, phase_dicts, all_dict = phases_job.result()
     meta = _meta(tables, source, steps, floor, ctx, passes)
-    meta.update(stall_meta(stalls))
+    meta.update(stall_meta(stalls, idle))
     summary = {"all": all_dict, "phases": phase_dicts, "steps": step_dicts, "meta": meta,
                "diagnostics": diags.as_dict()}
     return Analysis(kernels, steps_df, phases_df, ops, partition, summary, tables, idle)

@@ -180,6 +180,8 @@ def _host_pieces(lanes: LaneLabels, steps: Steps, device, lane, start, end, next
         return {"device": empty, "start_ns": empty, "end_ns": empty, "cause": np.zeros(0, np.int8),
                 "step": empty, "lane": empty, "next_correlation": empty}
     cause = _CAUSE_OF_LABEL[label]
+    # Python/untraced time inside a run beyond the stall threshold (docs/method.md §7.1)
+    cause[lanes.in_stall(q_lane[qid], p_start)] = CAUSES.index("host_stall")
     new = np.ones(len(qid), bool)  # merge consecutive pieces of one query with one cause
     new[1:] = (qid[1:] != qid[:-1]) | (cause[1:] != cause[:-1])
     first = np.flatnonzero(new)

@@ -101,6 +101,21 @@ class LaneLabels:
     t_ns: np.ndarray
     label: np.ndarray
     lane_start: np.ndarray
+    # (lane, start, end) of the Python/untraced runs beyond the stall threshold (length rule)
+    stall_runs: tuple = (np.zeros(0, np.int64),) * 3
+
+    def in_stall(self, lane: np.ndarray, t_ns: np.ndarray) -> np.ndarray:
+        """Whether each ``(lane, t_ns)`` lies in a length-rule stall run (one search per lane
+        that has runs: few)."""
+        out = np.zeros(len(t_ns), bool)
+        r_lane, r_start, r_end = self.stall_runs
+        for k in np.unique(r_lane):
+            mine = r_lane == k
+            s, e = r_start[mine], r_end[mine]  # disjoint, in time order
+            at = np.flatnonzero(lane == k)
+            pos = np.searchsorted(s, t_ns[at], side="right") - 1
+            out[at] = (pos >= 0) & (t_ns[at] < e[np.maximum(pos, 0)])
+        return out
 
     def pieces(self, lane: np.ndarray, q0: np.ndarray, q1: np.ndarray) -> tuple[np.ndarray, ...]:
         """``[q0, q1)`` on ``lane`` (q1 > q0) cut at the segment boundaries:
@@ -185,41 +200,41 @@ def host_partition(views: Views, marker: np.ndarray, steps: Steps,
     del keys
     ok = seg_lane[:-1] == seg_lane[1:]  # segments between two lanes are not segments
     launching = launching_lanes(views)
-    stalls = _apply_length_rule(label, ok & launching[seg_lane[:-1]], t)
-    stall_table = _stall_table(views, host, label, ok, seg_lane, t, owner, parent)
+    launching_seg = ok & launching[seg_lane[:-1]]
+    threshold = stall_threshold(label, launching_seg, t)
+    long = length_stalls(label, launching_seg, t, threshold)
+    stall_table = pd.concat([_stall_table(views, host, label == HOST_STALL, ok, seg_lane, t, owner, parent, "name"),
+                             _stall_table(views, host, long, ok, seg_lane, t, owner, parent, "length")],
+                            ignore_index=True)
+    del long
     del owner, parent
     # device-busy time before each boundary, once per boundary (segments share them)
     covered = covered_before(busy[0], busy[1], t)
     busy_ns = covered[1:] - covered[:-1]
     del covered
-    lanes = LaneLabels(t, label, np.searchsorted(seg_lane, np.arange(views.n_lanes + 1)))
+    length_runs = stall_table[stall_table["rule"] == "length"]
+    lanes = LaneLabels(t, label, np.searchsorted(seg_lane, np.arange(views.n_lanes + 1)),
+                       tuple(length_runs[c].to_numpy(np.int64) for c in ("lane", "start_ns", "end_ns")))
     if ok.all():  # views, not copies: at 10 M events each copy is ~80 MB
         frame = _aggregate(views, seg_lane[:-1], steps, t[:-1], t[1:], label, busy_ns)
     else:
         frame = _aggregate(views, seg_lane[:-1][ok], steps, t[:-1][ok], t[1:][ok], label[ok], busy_ns[ok])
     frame["launches_work"] = launching[frame["lane"].to_numpy()]
-    return frame.drop(columns="lane"), lanes, HostStalls(stall_table, stalls)
+    return frame.drop(columns="lane"), lanes, HostStalls(stall_table, threshold)
 
 
-def _apply_length_rule(label: np.ndarray, launching_seg: np.ndarray, t: np.ndarray) -> int | None:
-    """Relabel (in place) the Python/untraced runs of the launching threads that are longer
-    than the trace's stall threshold as ``host_stall``; the threshold (ns) or ``None``."""
-    threshold = stall_threshold(label, launching_seg, t)
-    label[length_stalls(label, launching_seg, t, threshold)] = HOST_STALL
-    return threshold
-
-
-def _stall_table(views: Views, host: HostIntervals, label, ok, seg_lane, t, owner, parent) -> pd.DataFrame:
-    """One row per maximal run of ``host_stall`` segments, named by the innermost host event
+def _stall_table(views: Views, host: HostIntervals, flag, ok, seg_lane, t, owner, parent, rule: str) -> pd.DataFrame:
+    """One row per maximal run of flagged segments, named by the innermost host event
     holding the whole run, else by the outermost frame inside the run under its longest
     segment (``(untraced)`` where that segment has no event)."""
-    first, last = runs(label == HOST_STALL, ok)
+    first, last = runs(flag, ok)
     run_start, run_end = t[first], t[last + 1]
     holder = _holder(host, owner[first], parent, run_start, run_end)
     inside = _outermost_inside(host, owner[_longest_segment(first, last, t)], parent, run_start, run_end)
     names = host_names(views, host, np.where(holder >= 0, holder, inside))
-    return pd.DataFrame({"pid": views.lane_pid[seg_lane[first]], "tid": views.lane_tid[seg_lane[first]],
-                         "start_ns": run_start, "end_ns": run_end, "frame": names})
+    return pd.DataFrame({"lane": seg_lane[first], "pid": views.lane_pid[seg_lane[first]],
+                         "tid": views.lane_tid[seg_lane[first]], "start_ns": run_start, "end_ns": run_end,
+                         "frame": names, "rule": rule})
 
 
 def _longest_segment(first: np.ndarray, last: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -265,22 +280,39 @@ def host_names(views: Views, host: HostIntervals, rows: np.ndarray) -> np.ndarra
     return out
 
 
-def stall_meta(stalls: HostStalls, top: int = 10) -> dict:
+def stall_meta(stalls: HostStalls, idle: pd.DataFrame, top: int = 10) -> dict:
     """``host_stall_threshold_us`` and ``host_stall_frames``: the ``top`` frames by stall time,
-    each ``{frame, stalls, us}`` (the summary's ``meta``)."""
-    table = stalls.table
-    dur = (table["end_ns"] - table["start_ns"]).to_numpy(np.int64)
-    by = pd.DataFrame({"frame": table["frame"].astype(str), "ns": dur}).groupby("frame")["ns"].agg(["count", "sum"])
-    by = by.sort_values(["sum", "count"], ascending=False).head(top)
-    frames = [{"frame": name, "stalls": int(row["count"]), "us": int(row["sum"]) / 1000.0} for name, row in by.iterrows()]
+    each ``{frame, stalls, us, idle_us}``: thread time of its runs, and the device idle time
+    (Σ devices) attributed to ``host_stall`` inside them (the summary's ``meta``)."""
+    table = stalls.table.assign(ns=stalls.table["end_ns"] - stalls.table["start_ns"],
+                                idle_ns=_idle_in_runs(stalls.table, idle), frame=stalls.table["frame"].astype(str))
+    by = table.groupby("frame").agg(stalls=("ns", "size"), ns=("ns", "sum"), idle_ns=("idle_ns", "sum"))
+    by = by.sort_values(["ns", "stalls"], ascending=False).head(top)
+    frames = [{"frame": name, "stalls": int(row["stalls"]), "us": int(row["ns"]) / 1000.0,
+               "idle_us": int(row["idle_ns"]) / 1000.0} for name, row in by.iterrows()]
     threshold = None if stalls.threshold_ns is None else stalls.threshold_ns / 1000.0
     return {"host_stall_threshold_us": threshold, "host_stall_frames": frames}
 
 
+def _idle_in_runs(table: pd.DataFrame, idle: pd.DataFrame) -> np.ndarray:
+    """Per stall run, the ns of ``host_stall`` idle pieces (Σ devices) that start inside it."""
+    out = np.zeros(len(table), np.int64)
+    pieces = idle[(idle["cause"].astype(str) == "host_stall") & idle["tid"].notna()]
+    if not len(table) or not len(pieces):
+        return out
+    runs_ = table.reset_index(drop=True).assign(run=np.arange(len(table))).sort_values("start_ns")
+    p = pd.DataFrame({"pid": pieces["pid"].astype(np.int64).to_numpy(), "tid": pieces["tid"].astype(np.int64).to_numpy(),
+                      "start_ns": pieces["start_ns"].to_numpy(np.int64),
+                      "dur": (pieces["end_ns"] - pieces["start_ns"]).to_numpy(np.int64)}).sort_values("start_ns")
+    hit = pd.merge_asof(p, runs_[["pid", "tid", "start_ns", "end_ns", "run"]], on="start_ns", by=["pid", "tid"])
+    hit = hit[hit["run"].notna() & (hit["start_ns"] < hit["end_ns"])]
+    np.add.at(out, hit["run"].to_numpy(np.int64), hit["dur"].to_numpy(np.int64))
+    return out
+
+
 def _no_stalls(threshold: int | None) -> HostStalls:
-    table = pd.DataFrame({"pid": pd.Series([], dtype=np.int64), "tid": pd.Series([], dtype=np.int64),
-                          "start_ns": pd.Series([], dtype=np.int64), "end_ns": pd.Series([], dtype=np.int64),
-                          "frame": pd.Series([], dtype=object)})
+    ints = {c: pd.Series([], dtype=np.int64) for c in ("lane", "pid", "tid", "start_ns", "end_ns")}
+    table = pd.DataFrame({**ints, "frame": pd.Series([], dtype=object), "rule": pd.Series([], dtype=object)})
     return HostStalls(table, threshold)
 
 
