@@ -2,25 +2,25 @@
 
 For each host thread (pid, tid) the wall time runs from its first event start
 to its last event end. All event boundaries (plus step boundaries) cut it into
-elementary segments; each segment takes the label of the highest-priority
-category covering it, which for properly nested events is the innermost one:
+elementary segments; each segment takes one label (``host_labels.py``,
+docs/method.md §7): inside an API call the call's category by priority
 
-    launch_api  > sync > other_api > library > dispatch > python > untraced
+    launch_api > sync > other_api > library
 
-* ``launch_api``: inside a kernel/graph launch call;
-* ``sync``: inside a synchronize call (stream/device/event) or a blocking
-  ``cudaMemcpy`` (a memcpy call whose name has no ``Async``);
-* ``other_api``: any other runtime/driver call (async memcpy/memset, attributes, …);
-* ``library``: inside a cuBLAS/cuDNN API range but in no runtime call;
-* ``dispatch``: inside an ``aten::`` op but in no API call or library range;
-* ``python``: inside a Python frame, torch-level op or user annotation (step
-  markers excluded) but in no ATen op;
-* ``untraced``: no event at all.
+and elsewhere the innermost host event's: ``dispatch`` for an ATen/custom op,
+``python`` for a Python frame, torch-level op or user annotation (a frame
+nested in an op is ``python``), ``blocked`` for Python time under a blocking
+wait, ``host_stall`` for host time under a data-loading/preprocessing frame,
+``untraced`` where no event is open.
 
-Sums per (thread, step) are integer ns and add up exactly to the wall time.
-Host work (all labels but ``sync`` and ``untraced``) is split into exposed
-(device idle) and hidden (device busy) orchestration against the union of all
-device activity.
+Sums per (thread, step) are integer ns and add up exactly to the wall time;
+each row says whether its thread launches GPU work (``launches_work``). Host
+work (all labels but ``sync``, ``untraced``, ``blocked`` and ``host_stall``) is
+split into exposed (device idle) and hidden (device busy) orchestration against
+the union of all device activity. The stalls (name rule, and the length rule's
+long Python/untraced runs on launching threads) are returned apart
+(:class:`HostStalls`) and the length-rule runs ride on :class:`LaneLabels` for
+the idle attribution.
 """
 from __future__ import annotations
 
