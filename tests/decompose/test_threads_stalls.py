@@ -176,3 +176,15 @@ def test_name_rules_on_kineto_names():
         "transformers/image_processing_utils.py(40): __call__", "scipy/ndimage/_interpolation.py(731): zoom",
         "PIL/Image.py(2100): resize", "transformers/tokenization_utils_base.py(2800): __call__"))
     assert not STALL_FRAME.search("torch/nn/modules/linear.py(125): forward")
+
+
+def test_timeline_marks_the_thread_that_launches_nothing_and_greys_its_wait():
+    from taxbreak.report.svg import IDLE_COLORS
+    from taxbreak.report.timeline import host_rows
+
+    tables = build(PlantedSpec([PlantedStep("decode", [_op()])], other_threads=(TQDM,))).tables
+    host, api = tables.host_events.to_pandas(), tables.api_calls.to_pandas()
+    rows = [r for r in host_rows(host, api, {}) if ":99 " in r.label]
+    assert rows and all("(launches nothing)" in r.label for r in rows)
+    python = next(r for r in rows if r.label.endswith("Python"))
+    assert python.colors.count(IDLE_COLORS["blocked"]) == 3  # wait, wait, acquire; run stays Python
