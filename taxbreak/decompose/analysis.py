@@ -25,7 +25,7 @@ from .idle import attribute_idle, issued_path, window_pieces
 from .inputs import resolve_input
 from .link import link
 from .op_chain import op_chain
-from .partition import device_busy, host_partition
+from .partition import device_busy, host_partition, stall_meta
 from .reprs import analysis_repr, analysis_repr_html
 from .scopes import build_ops, phase_table, scope_inputs, step_table
 from .warmup import add_shares, find_warmup, warmup_summary
@@ -154,7 +154,7 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
         # the op table is the last reader of the host views: it runs beside the idle attribution
         ops_job = pool.submit(build_ops, views, kernels, links.roots)
         # the idle pieces before a launch read the partition's labelled segments
-        partition, lanes = partition_job.result()
+        partition, lanes, stalls = partition_job.result()
         del partition_job  # the future would keep the segments alive to the end
         idle = attribute_idle(views, links.dev_api, lanes, steps, window, path)
         del lanes
@@ -184,6 +184,7 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
         phases_df, phase_dicts, all_dict = phases_job.result()
     meta = _meta(tables, source, steps, floor, ctx, passes)
     meta["graph_capture"] = graph_capture
+    meta.update(stall_meta(stalls, idle))
     summary = {"all": all_dict, "phases": phase_dicts, "steps": step_dicts, "meta": meta,
                "warmup": add_shares(warmup, all_dict),
                "diagnostics": diags.as_dict()}

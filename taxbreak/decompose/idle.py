@@ -20,7 +20,8 @@ kept d idle at instant t of a gap is read from that next activity:
 * t < the launch call's start → whatever the launching host thread was doing
   at t: the host-partition label of that thread at t (``python``, ``dispatch``,
   ``library``, ``launch_api`` (inside another launch call), ``sync``,
-  ``other_api``, ``untraced``);
+  ``other_api``, ``untraced``, ``blocked`` (a blocking wait), ``host_stall``
+  (data loading, preprocessing or a run far above the per-op scale));
 * no next activity → ``nothing_pending``.
 
 The pieces of one device are disjoint and cover its idle time exactly, so
@@ -41,7 +42,8 @@ from .steps import Steps
 from .views import Views
 
 CAUSES = ("python", "dispatch", "library", "launch_api", "sync", "other_api", "untraced",
-          "launch_floor", "launch_latency", "graph_internal", "copy_issued", "unlinked", "nothing_pending")
+          "launch_floor", "launch_latency", "graph_internal", "copy_issued", "unlinked", "nothing_pending",
+          "blocked", "host_stall")
 # causes of the time after the next work was issued (the pieces carry no thread in Analysis.idle)
 ISSUED_CAUSES = ("launch_floor", "launch_latency", "graph_internal", "copy_issued")
 _CAUSE_OF_LABEL = np.array([CAUSES.index(label) for label in LABELS], np.int8)
@@ -178,6 +180,8 @@ def _host_pieces(lanes: LaneLabels, steps: Steps, device, lane, start, end, next
         return {"device": empty, "start_ns": empty, "end_ns": empty, "cause": np.zeros(0, np.int8),
                 "step": empty, "lane": empty, "next_correlation": empty}
     cause = _CAUSE_OF_LABEL[label]
+    # Python/untraced time inside a run beyond the stall threshold (docs/method.md §7.1)
+    cause[lanes.in_stall(q_lane[qid], p_start)] = CAUSES.index("host_stall")
     new = np.ones(len(qid), bool)  # merge consecutive pieces of one query with one cause
     new[1:] = (qid[1:] != qid[:-1]) | (cause[1:] != cause[:-1])
     first = np.flatnonzero(new)

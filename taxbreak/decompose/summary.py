@@ -19,6 +19,8 @@ from .intervals import running_end
 from .partition import COLUMNS
 
 HOST_KEYS = {col: col.replace("_ns", "_us") for col in [*COLUMNS.values(), "host_thread_ns"]}
+# the same partition over the threads that launch nothing (docs/method.md §7)
+NONLAUNCHING_KEYS = {col: col.replace("host_", "host_nonlaunching_").replace("_ns", "_us") for col in HOST_KEYS}
 SUM_COLS = {"ft_ns": "framework_us", "ft_python_ns": "framework_python_us", "ft_dispatch_ns": "framework_dispatch_us",
             "ct_ns": "library_us", "ct_by_name_ns": "library_by_name_us", "kt_floor_ns": "launch_floor_us", "launch_latency_ns": "launch_latency_us",
             "kt_graph_ns": "launch_graph_us", "t_launch_ns": "tklqt_us", "queue_wait_ns": "queue_wait_us"}
@@ -35,7 +37,8 @@ SUMMARY_KEYS = (
     "t_dispatch_base_us", "library_measured_us", "kernel_diversity", "tokens", "kernels_per_token",
     "orchestration_us_per_token", "framework_us_per_token", "device_active_us_per_token", "aten_ops",
     "aten_ops_per_token", "wall_us", "device_idle_us", "idle_by_cause_us", "devices",
-    *HOST_KEYS.values(), "exposed_orchestration_us", "hidden_orchestration_us", "steps",
+    *HOST_KEYS.values(), "exposed_orchestration_us", "hidden_orchestration_us", *NONLAUNCHING_KEYS.values(),
+    "steps",
 )
 
 
@@ -457,18 +460,27 @@ def _per_list(values: list, tokens: list) -> list:
 
 
 def _host(partition: pd.DataFrame, p_g: np.ndarray, n: int, ctx: Context) -> dict:
-    """Host partition sums over threads ("thread time"); 0.0 (not ``None``) for a group
-    with no host time. Exposed/hidden orchestration only exist next to a device."""
+    """Host partition sums over the threads that launch GPU work ("thread time"; every thread
+    when none does), the other threads apart; 0.0 (not ``None``) for a group with no host
+    time. Exposed/hidden orchestration only exist next to a device."""
     out = {}
+    launching = partition["launches_work"].to_numpy(bool)
+    selected = launching if launching.any() else np.ones(len(launching), bool)
     for ns_col, us_key in [*HOST_KEYS.items(), ("exposed_orchestration_ns", "exposed_orchestration_us"),
                            ("hidden_orchestration_ns", "hidden_orchestration_us")]:
-        out[us_key] = _us_list(_group_sum(p_g, partition[ns_col].to_numpy(np.int64), n))
+        out[us_key] = _us_list(_group_sum(np.where(selected, p_g, -1), partition[ns_col].to_numpy(np.int64), n))
+    for ns_col, us_key in NONLAUNCHING_KEYS.items():
+        # no thread launches anything (a CPU-only trace): the split does not exist
+        out[us_key] = (_us_list(_group_sum(np.where(selected, -1, p_g), partition[ns_col].to_numpy(np.int64), n))
+                       if launching.any() else [None] * n)
     if not ctx.has_device:
         out["exposed_orchestration_us"] = out["hidden_orchestration_us"] = [None] * n
     if not ctx.has_library_ranges:
         # no cuBLAS/cuDNN ranges in the trace: the "library" part cannot be seen (its host time
         # falls in ATen dispatch), so it is not measured rather than a measured zero
         out["host_library_us"] = [None] * n
+        if launching.any():
+            out["host_nonlaunching_library_us"] = [None] * n
     return out
 
 

@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..trace.names import RECORD_FUNCTION_NAMESPACES
 from ..trace.tables import TraceTables
 from .intervals import dense_pairs
 
@@ -25,7 +26,8 @@ DEVICE_WORK_KINDS = ("kernel", "memcpy", "memset")
 # "autograd::engine::evaluate_function: MmBackward0" or "torch::autograd::AccumulateGrad" out; the Nsight
 # reader applies the same shape to emit_nvtx ranges (readers/nsys_nvtx.py OP_PATTERN).
 DISPATCHER_OP = re.compile(r"^(?:aten::.+|[A-Za-z_]\w*::[A-Za-z_]\w*(?:\.\w+)?)$")
-NOT_DISPATCHER_NAMESPACES = ("profiler::",)  # record_function bookkeeping ops, not dispatch work
+# record_function scopes shaped like an op (profiler bookkeeping, FSDP::pre_forward …), not dispatch work
+NOT_DISPATCHER_NAMESPACES = RECORD_FUNCTION_NAMESPACES
 
 
 def is_dispatcher_op(name: str) -> bool:

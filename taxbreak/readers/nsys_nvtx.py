@@ -12,7 +12,9 @@ another namespace (``flash_attn::_flash_attn_forward, op_id = …``,
 ``c10d::alltoall_base_, op_id = …``), which Kineto also records as ``cpu_op``.
 Every other push/pop or start/end range, including ``record_function`` scopes
 (``FSDP::pre_forward (blocks.3…), op_id = …``, ``nccl:all_to_all, op_id = …``),
-goes to ``ranges``.
+goes to ``ranges``; so do record_function scopes shaped like an op
+(``FSDP::all_gather, op_id = …``, ``profiler::…``: ``trace.names.RECORD_FUNCTION_NAMESPACES``),
+which emit_nvtx names exactly like a custom op.
 
     NVTX_EVENTS row                                         destination
     59, "aten::mm, seq = 46174, op_id = 314290"             host_events op "aten::mm", sequence_nr 46174
@@ -31,6 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from taxbreak.trace.diagnostics import Diagnostics
+from taxbreak.trace.names import RECORD_FUNCTION_NAMESPACES
 from taxbreak.trace.nesting import nesting
 from taxbreak.trace.schema import NO_ID
 
@@ -82,11 +85,21 @@ def read_nvtx(db: NsysDb, diags: Diagnostics) -> NvtxResult:
     _count_unknown(c, types, is_range, db, diags)
     db.tally.dropped += int(open_ended.sum())
     names = names.filter(pa.array(kept))
-    is_op = pc.fill_null(pc.match_substring_regex(names, OP_PATTERN), False).to_numpy(zero_copy_only=False)
+    is_op = _is_op(names)
     sub = {k: v[kept] for k, v in c.items()}
     result.host_events = _op_table(sub, row_id[kept], is_op, names, diags)
     result.ranges = _range_table(sub, row_id[kept], ~is_op, names, result.domains, diags)
     return result
+
+
+def _is_op(names: pa.Array) -> np.ndarray:
+    """Ranges that are dispatcher ops: ``OP_PATTERN``, less the record_function scopes whose
+    namespace says they are not ops (``FSDP::all_gather, op_id = …``: RECORD_FUNCTION_NAMESPACES)."""
+    is_op = pc.fill_null(pc.match_substring_regex(names, OP_PATTERN), False).to_numpy(zero_copy_only=False)
+    for prefix in RECORD_FUNCTION_NAMESPACES:
+        scope = pc.fill_null(pc.starts_with(names, prefix), False).to_numpy(zero_copy_only=False)
+        is_op = is_op & ~scope
+    return is_op
 
 
 def _range_names(db: NsysDb, text: pa.Array, text_id: np.ndarray, diags: Diagnostics) -> pa.Array:

@@ -64,6 +64,9 @@ def advise(summary: dict) -> list[Advice]:
         exposed = Advice(exposed.finding + "; this includes the idle time of the warm-up calls above", exposed.action)
     if exposed:
         out.append(exposed)
+    stall = _stall(summary)
+    if stall:
+        out.append(stall)
     out.append(_dominant(s, summary.get("warmup") if warmup else None))
     if s.get("hdbi") is None and s.get("hdbi_reason"):
         out.append(Advice(f"HDBI is not measured: {s['hdbi_reason']}",
@@ -80,6 +83,8 @@ CAUSE_TARGETS = {
     "copy_issued": (None, "memcpy/memset calls issued but not yet started"),
     "sync": (None, "synchronize calls"), "other_api": (None, "other runtime API calls"),
     "untraced": (None, "untraced host time"), "unlinked": (None, "work without a launch call in the trace"),
+    "blocked": (None, "blocked waits on the launching thread (locks, sleeps, queues, select)"),
+    "host_stall": (None, "host stalls (data loading, preprocessing, long host pieces)"),
 }
 ACTIONS = {
     "sync": "remove device→host syncs from the step (.item(), .cpu(), data-dependent shapes)",
@@ -91,6 +96,11 @@ ACTIONS = {
                       "event waits and tiny kernels",
     "copy_issued": "copies started long after their call: use pinned host memory (pageable copies are staged "
                    "through a bounce buffer) and keep them off streams that wait on other work",
+    "blocked": "the launching thread waited on another thread or process: look at what it waited for (a lock "
+               "held by another thread, a queue fed too slowly, a sleep in the loop)",
+    "host_stall": "take the stall off the GPU's critical path: more DataLoader workers or prefetching "
+                  "(prefetch_factor, pin_memory), preprocessing in a separate process or ahead of time, "
+                  "or leave it out of the profiled window; per-op work (torch.compile) does not shorten it",
 }
 
 
@@ -209,6 +219,17 @@ def _warmup(w: dict | None) -> Advice | None:
     return Advice(f"warm-up inside the profiled window: {w['calls']} first call(s) ({names}) took "
                   f"{w['host_us']:,.1f} µs of host time and carry {100.0 * share:.0f}% of T_Orchestrate{ct_text}; "
                   "that is one-time initialisation, not steady-state cost", WARMUP_ACTION)
+
+
+def _stall(summary: dict) -> Advice | None:
+    """The frames that held the host stalls (meta ``host_stall_frames``), when there were any."""
+    frames = (summary.get("meta") or {}).get("host_stall_frames") or []
+    if not frames:
+        return None
+    total = sum(f["us"] for f in frames)
+    named = ", ".join(f"{f['frame']} {f['us']:,.0f} µs ({f['stalls']}×)" for f in frames[:3])
+    return Advice(f"host stalls held the threads for {total:,.1f} µs (top frames: {named}); they are not "
+                  "per-op framework overhead", ACTIONS["host_stall"])
 
 
 def _dominant(s: dict, warmup: dict | None = None) -> Advice:

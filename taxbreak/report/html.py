@@ -124,7 +124,7 @@ def phase_section(summary: dict) -> Markup:
     queue = queue_chart(groups)
     queue_part = [tag("h3", "Queue wait (device side, not host time)"), queue] if queue is not None else \
         [tag("p", "Queue wait: none (no launched kernel waited behind earlier work)", class_="note")]
-    return join([chart, *notes, *queue_part, idle_section(order, phases, summary),
+    return join([chart, *notes, *queue_part, idle_section(order, phases, summary), stalls_section(summary),
                  _phase_table(order, phases, summary)])
 
 
@@ -229,7 +229,8 @@ def timeline_section(analysis) -> Markup:
 
 
 PARTITION_COLUMNS = ("host_python_ns", "host_dispatch_ns", "host_library_ns", "host_launch_api_ns",
-                     "host_sync_ns", "host_other_api_ns", "host_untraced_ns", "host_thread_ns")
+                     "host_sync_ns", "host_other_api_ns", "host_untraced_ns", "host_blocked_ns", "host_stall_ns",
+                     "host_thread_ns")
 
 
 def partition_table(part: pd.DataFrame | None, steps: pd.DataFrame | None) -> Markup:
@@ -244,9 +245,27 @@ def partition_table(part: pd.DataFrame | None, steps: pd.DataFrame | None) -> Ma
     cols = [c for c in PARTITION_COLUMNS if c in part.columns]
     names = [c.removeprefix("host_").removesuffix("_ns") + " µs" for c in cols]
     head = tag("tr", tag("th", "thread"), *[tag("th", n) for n in names])
-    rows = [tag("tr", tag("td", f"{r.pid}:{r.tid}"), *[_cell(getattr(r, c) / 1e3) for c in cols])
+    rows = [tag("tr", tag("td", _thread_label(r)), *[_cell(getattr(r, c) / 1e3) for c in cols])
             for r in part.head(50).itertuples()]
     return join([tag("h3", "host partition of this step"), tag("table", head, *rows)])
+
+
+def _thread_label(row) -> str:
+    """``pid:tid``, marked when the thread launches no GPU work (kept out of the summary's partition)."""
+    label = f"{row.pid}:{row.tid}"
+    return label if getattr(row, "launches_work", True) else label + " (launches nothing)"
+
+
+def stalls_section(summary: dict) -> Markup:
+    """The frames that held the host stalls (meta ``host_stall_frames``)."""
+    meta = summary.get("meta") or {}
+    frames = meta.get("host_stall_frames") or []
+    if not frames:
+        return tag("p", "no host stall (no data-loading frame, no host piece above the stall threshold)",
+                   class_="missing")
+    head = tag("tr", *[tag("th", c) for c in ("innermost frame", "stalls", "µs")])
+    rows = [tag("tr", _name_cell(f["frame"]), _cell(f["stalls"], "calls"), _cell(f["us"])) for f in frames]
+    return join([tag("h3", "host stalls"), tag("table", head, *rows)])
 
 
 def ops_section(analysis, top: int = 15) -> Markup:

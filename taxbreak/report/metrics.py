@@ -29,6 +29,10 @@ METRIC_KEYS: tuple[str, ...] = (
     "queue_wait_median_us", "queue_wait_p99_us", "queue_wait_union_us", "launch_graph_us", "hdbi_reason",
     "wall_us", "device_idle_us", "captured_launches", "device_kernel_busy_us", "device_copy_busy_us",
     "device_memset_busy_us",
+    "host_blocked_us", "host_stall_us",
+    # the same partition over the threads that launch no GPU work (docs/method.md §7)
+    *(f"host_nonlaunching_{part}_us" for part in ("python", "dispatch", "library", "launch_api", "sync", "other_api",
+                                                   "untraced", "blocked", "stall", "thread")),
 )
 # keys whose value is a dict (per cause, per device): shown by the reports, not limited by budgets
 NESTED_KEYS: tuple[str, ...] = ("idle_by_cause_us", "devices")
@@ -66,7 +70,8 @@ WORSE_DIRECTION: dict[str, int] = {
     "aten_ops": +1, "aten_ops_per_token": +1,
     "orphan_copies": +1, "orphan_copy_calls": +1, "orphan_device_us": +1, "queue_wait_us": +1,
     "queue_wait_median_us": +1, "queue_wait_p99_us": +1, "queue_wait_union_us": +1, "wall_us": +1,
-    "device_idle_us": +1,
+    "device_idle_us": +1, "host_blocked_us": +1, "host_stall_us": +1,
+    **{key: +1 for key in METRIC_KEYS if key.startswith("host_nonlaunching_")},
     "hdbi": -1, "chain_coverage": -1,
 }
 

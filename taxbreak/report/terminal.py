@@ -46,7 +46,7 @@ SHARE_ROWS = [
 HOST_ROWS = [
     ("host_python_us", "Python"), ("host_dispatch_us", "ATen dispatch"), ("host_library_us", "CUDA library"),
     ("host_launch_api_us", "launch API"), ("host_sync_us", "sync waits"), ("host_other_api_us", "other runtime API"),
-    ("host_untraced_us", "untraced"),
+    ("host_untraced_us", "untraced"), ("host_blocked_us", "blocked waits"), ("host_stall_us", "host stalls"),
 ]
 
 
@@ -62,6 +62,7 @@ def render_analysis(analysis, console: Console, top: int = 10) -> None:
     render_phases(summary, console)
     render_shares(summary["all"], console)
     render_host_partition(summary["all"], console)
+    render_stalls(summary, console)
     render_idle(summary["all"], console)
     render_top_ops(analysis.ops, console, top)
     render_diagnostics(summary, console)
@@ -144,7 +145,9 @@ IDLE_ROWS = [("python", "Python"), ("dispatch", "ATen dispatch"), ("library", "C
              ("launch_latency", "kernel issued: launch latency (= ΔKT exposed)"),
              ("graph_internal", "between a CUDA graph's nodes"),
              ("copy_issued", "memcpy/memset issued, not started"),
-             ("unlinked", "next work has no launch call"), ("nothing_pending", "nothing pending")]
+             ("unlinked", "next work has no launch call"), ("nothing_pending", "nothing pending"),
+             ("blocked", "blocked wait (lock, sleep, queue, select)"),
+             ("host_stall", "host stall (data loading, preprocessing, long run)")]
 
 
 BUSY_ROWS = [("device_kernel_busy_us", "  busy in kernels"), ("device_copy_busy_us", "  busy in copies (memcpy)"),
@@ -184,19 +187,41 @@ def render_idle(s: dict, console: Console) -> None:
 
 
 def render_host_partition(s: dict, console: Console) -> None:
-    table = Table(title="Host thread time, exact partition (summed over threads)", title_justify="left")
+    """The exact partition of the threads that launch GPU work, the other threads beside it."""
+    table = Table(title="Host thread time, exact partition (summed over the threads that launch GPU work)",
+                  title_justify="left")
     table.add_column("part")
     table.add_column("µs", justify="right")
     table.add_column("share", justify="right")
+    apart = s.get("host_nonlaunching_thread_us") is not None
+    if apart:
+        table.add_column("threads that launch nothing µs", justify="right")
     wall = s["host_thread_us"]
     for key, label in HOST_ROWS:
         share = 100.0 * s[key] / wall if wall and s[key] is not None else None
-        table.add_row(label, fmt(s[key]), fmt(share, "{:.1f}%"))
-    table.add_row("[bold]thread time (Σ threads)[/bold]", fmt(wall), "")
+        other = [fmt(s.get(key.replace("host_", "host_nonlaunching_", 1)))] if apart else []
+        table.add_row(label, fmt(s[key]), fmt(share, "{:.1f}%"), *other)
+    table.add_row("[bold]thread time (Σ threads)[/bold]", fmt(wall), "",
+                  *([fmt(s["host_nonlaunching_thread_us"])] if apart else []))
     table.add_row("elapsed wall", fmt(s.get("wall_us")), "")
     if s.get("exposed_orchestration_us") is not None:  # only beside a device
         table.add_row("host work while the device was idle (Σ threads)", fmt(s["exposed_orchestration_us"]), "")
         table.add_row("host work while the device was busy (Σ threads)", fmt(s["hidden_orchestration_us"]), "")
+    console.print(table)
+
+
+def render_stalls(summary: dict, console: Console) -> None:
+    """The frames that held the longest host stalls (meta ``host_stall_frames``)."""
+    frames = (summary.get("meta") or {}).get("host_stall_frames") or []
+    if not frames:
+        return
+    table = Table(title="Host stalls by innermost frame (threshold "
+                  f"{fmt((summary.get('meta') or {}).get('host_stall_threshold_us'))} µs)", title_justify="left")
+    table.add_column("frame")
+    table.add_column("stalls", justify="right")
+    table.add_column("µs", justify="right")
+    for row in frames:
+        table.add_row(_name(row["frame"]), f"{row['stalls']:,}", fmt(row["us"]))
     console.print(table)
 
 

@@ -15,8 +15,11 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from ..decompose.host_frames import BLOCKING_FRAME, name_flags
+from ..decompose.views import LINKABLE_API_KINDS
 from ..trace.tables import TraceTables
 from .markup import Markup, tag
+from .svg import IDLE_COLORS
 
 MAX_EVENTS = 4000
 ROW_IN = 0.2  # figure height per row, inches
@@ -124,15 +127,28 @@ def host_rows(host: pd.DataFrame, api: pd.DataFrame, names: dict[str, str]) -> l
         h = host[(host["pid"] == pid) & (host["tid"] == tid)]
         a = api[(api["pid"] == pid) & (api["tid"] == tid)]
         thread = _short(names.get(f"{pid}:{tid}") or f"thread {tid}")
+        if not a["kind"].astype(str).isin(LINKABLE_API_KINDS).any():
+            thread += " (launches nothing)"  # kept out of the summary's host partition (docs/method.md §7)
         for kind in HOST_ROWS:
             part = h[h["kind"] == kind]
             if len(part):
                 if "depth" in part.columns:  # outermost first, so the innermost stays visible
                     part = part.sort_values("depth", kind="stable")
-                rows.append(_row(f"{pid}:{tid} {thread} · {ROW_NAMES[kind]}", part, HOST_COLORS, "#bab0ac"))
+                rows.append(_blocked_grey(_row(f"{pid}:{tid} {thread} · {ROW_NAMES[kind]}", part, HOST_COLORS,
+                                               "#bab0ac"), part))
         if len(a):
             rows.append(_row(f"{pid}:{tid} {thread} · CUDA API", a, API_COLORS, "#f28e2b"))
     return rows
+
+
+def _blocked_grey(row: Row, part: pd.DataFrame) -> Row:
+    """Blocking waits (``threading.py(…): wait``, ``queue.py(…): get`` …) drawn in the ``blocked``
+    idle colour, not as Python work."""
+    names = part["name"].astype(str).to_numpy(dtype=object)
+    distinct, codes = np.unique(names, return_inverse=True) if len(names) else (names, np.zeros(0, np.int64))
+    blocking = name_flags(distinct, BLOCKING_FRAME)[codes] if len(names) else np.zeros(0, bool)
+    row.colors = np.where(blocking, IDLE_COLORS["blocked"], np.array(row.colors, dtype=object)).tolist()
+    return row
 
 
 def _short(text: str, limit: int = 22) -> str:

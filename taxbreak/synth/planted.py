@@ -52,6 +52,21 @@ class PlantedLaunch:
 
 
 @dataclass
+class PlantedFrame:
+    """A host frame laid out on its own (before an op, or on a thread that launches nothing):
+    ``name`` over ``dur_ns``, labelled ``label``; the ``inner`` frames (a call chain, outermost
+    first) all span ``[start + inset_ns, end − inset_ns)``, labelled ``inner_label``."""
+
+    name: str
+    dur_ns: int
+    label: str
+    inner: tuple[str, ...] = ()
+    inner_label: str | None = None
+    inset_ns: int = 100
+    kind: str = "python"
+
+
+@dataclass
 class PlantedOp:
     torch_name: str
     aten_name: str
@@ -60,6 +75,18 @@ class PlantedOp:
     tail_ns: int = 500
     py_tail_ns: int = 300
     gap_ns: int = 1_000  # untraced time before the torch op
+    before: tuple[PlantedFrame, ...] = ()  # frames after the gap, before the torch op
+    inner_py_ns: int = 0  # a Python frame inside the ATen (custom) op, before its first launch
+    inner_py_name: str = "vllm/attention/backends/flash_attn.py(700): forward"
+
+
+@dataclass
+class PlantedThread:
+    """A thread that launches nothing: its frames back to back from ``t0_ns + offset_ns``."""
+
+    tid: int
+    frames: tuple[PlantedFrame, ...]
+    offset_ns: int = 0
 
 
 @dataclass
@@ -88,6 +115,7 @@ class PlantedSpec:
     t0_ns: int = 1_000_000
     with_library_ranges: bool = False  # Nsight-style cuBLAS ranges around library launches
     floor_ns: int = 4_710  # the T_sys kernels are laid out with (H100's published floor)
+    other_threads: tuple[PlantedThread, ...] = ()
 
 
 @dataclass
@@ -137,7 +165,7 @@ def build(spec: PlantedSpec) -> Planted:
     run_start = t
     for i, step in enumerate(spec.steps):
         step_start = t
-        part = dict.fromkeys(("python", "dispatch", "library", "launch_api", "other_api", "untraced"), 0)
+        part = dict.fromkeys(PARTS, 0)
         if step.capture == "stream":
             t = _capture_call(rows, spec, CAPTURE_CALLS[0], t, part)
         for op in step.ops:
@@ -150,6 +178,8 @@ def build(spec: PlantedSpec) -> Planted:
         rows.parts.append({"step": i, "phase": step.phase, **part, "wall": t - step_start,
                            "start_ns": step_start, "end_ns": t})
     _host(rows, spec, "annotation", "taxbreak/run/0", run_start, t - run_start)
+    for thread in spec.other_threads:
+        _thread(rows, spec, thread)
     return Planted(_tables(rows, spec), pd.DataFrame(rows.truth), pd.DataFrame(rows.parts),
                    pd.DataFrame(rows.timeline, columns=["start_ns", "end_ns", "label"]))
 
@@ -163,16 +193,51 @@ def _capture_call(rows: _Rows, spec: PlantedSpec, call: tuple[str, int], t: int,
     return t + dur
 
 
+PARTS = ("python", "dispatch", "library", "launch_api", "other_api", "untraced", "blocked", "host_stall")
+
+
+def _frame(rows: _Rows, spec: PlantedSpec, frame: PlantedFrame, t: int, part: dict | None, tid: int) -> int:
+    """Lay out ``frame`` at ``t`` (its timeline segments only on the spec's thread); its end."""
+    _host(rows, spec, frame.kind, frame.name, t, frame.dur_ns, tid=tid)
+    lo, hi = t, t + frame.dur_ns
+    labels = [(lo, hi, frame.label)]
+    if frame.inner:
+        lo, hi = t + frame.inset_ns, t + frame.dur_ns - frame.inset_ns
+        for name in frame.inner:
+            _host(rows, spec, "python", name, lo, hi - lo, tid=tid)
+        labels = [(t, lo, frame.label), (lo, hi, frame.inner_label), (hi, t + frame.dur_ns, frame.label)]
+    for a, b, label in labels:
+        if part is not None:
+            rows.segment(a, b - a, label)
+            part[label] += b - a
+    return t + frame.dur_ns
+
+
+def _thread(rows: _Rows, spec: PlantedSpec, thread: PlantedThread) -> None:
+    t = spec.t0_ns + thread.offset_ns
+    for frame in thread.frames:
+        t = _frame(rows, spec, frame, t, None, thread.tid)
+
+
 def _op(rows: _Rows, spec: PlantedSpec, op: PlantedOp, t: int, step: int, phase: str, part: dict,
         captured: bool = False) -> int:
-    torch_start = t + op.gap_ns
-    aten_start = torch_start + op.py_ns
     rows.segment(t, op.gap_ns, "untraced")
+    t += op.gap_ns
+    for frame in op.before:
+        t = _frame(rows, spec, frame, t, part, spec.tid)
+    torch_start = t
+    aten_start = torch_start + op.py_ns
     rows.segment(torch_start, op.py_ns, "python")
     ext = rows.nid()
     cursor = aten_start
+    if op.inner_py_ns:
+        _host(rows, spec, "python", op.inner_py_name, aten_start, op.inner_py_ns)
+        rows.segment(aten_start, op.inner_py_ns, "python")
+        part["python"] += op.inner_py_ns
+        cursor = aten_start + op.inner_py_ns
+    first_call = cursor
     for launch in op.launches:
-        first_in_op = cursor == aten_start
+        first_in_op = cursor == first_call
         cursor = _memset(rows, spec, launch, cursor, ext, part)
         gap_ns = launch.dispatch_ns - (launch.memset_at_ns if launch.memset_dur_ns else 0)
         lib_start = cursor + gap_ns
@@ -191,10 +256,11 @@ def _op(rows: _Rows, spec: PlantedSpec, op: PlantedOp, t: int, step: int, phase:
         rows.api.append(_api_row(rows, spec, "cuda_runtime", kind, name, call_start, launch.launch_dur_ns, corr, ext))
         rows.segment(call_start, launch.launch_dur_ns, "other_api" if launch.copy_bytes else "launch_api")
         if not (captured or launch.no_device):
+            # Python inside the op (inner_py_ns) is before its first launch: part of that launch's T_dispatch
             _kernels(rows, spec, launch, call_start, corr, ext, {
                 "step": step, "phase": phase, "t_py_ns": op.py_ns, "first_in_op": first_in_op,
-                "t_dispatch_ns": launch.dispatch_ns + launch.library_ns, "is_library": launch.is_library,
-                "launch_dur_ns": launch.launch_dur_ns})
+                "t_dispatch_ns": launch.dispatch_ns + launch.library_ns + (op.inner_py_ns if first_in_op else 0),
+                "is_library": launch.is_library, "launch_dur_ns": launch.launch_dur_ns})
         part["dispatch"] += launch.dispatch_ns
         part["other_api" if launch.copy_bytes else "launch_api"] += launch.launch_dur_ns
         cursor = call_start + launch.launch_dur_ns
@@ -263,8 +329,9 @@ def _kernels(rows: _Rows, spec: PlantedSpec, launch: PlantedLaunch, call_start: 
         start = end + launch.graph_gap_ns
 
 
-def _host(rows: _Rows, spec: PlantedSpec, kind: str, name: str, start: int, dur: int, ext: int = -1) -> None:
-    rows.host.append((rows.nid(), spec.pid, spec.tid, kind, name, start, dur, ext))
+def _host(rows: _Rows, spec: PlantedSpec, kind: str, name: str, start: int, dur: int, ext: int = -1,
+          tid: int | None = None) -> None:
+    rows.host.append((rows.nid(), spec.pid, spec.tid if tid is None else tid, kind, name, start, dur, ext))
 
 
 def _api_row(rows, spec, domain, kind, name, start, dur, corr, ext):
@@ -274,7 +341,7 @@ def _api_row(rows, spec, domain, kind, name, start, dur, corr, ext):
 def _tables(rows: _Rows, spec: PlantedSpec) -> TraceTables:
     host = pd.DataFrame(rows.host, columns=["row_id", "pid", "tid", "kind", "name", "start_ns", "dur_ns",
                                             "external_id"])
-    lane = np.zeros(len(host), np.int64)
+    lane = host["tid"].to_numpy(np.int64)
     depth, parent = nesting(lane, host["start_ns"].to_numpy(np.int64), host["dur_ns"].to_numpy(np.int64))
     host["depth"] = depth
     host["parent"] = np.where(parent >= 0, host["row_id"].to_numpy()[np.maximum(parent, 0)], -1)

@@ -62,7 +62,14 @@ def _assert_partition_conserves(a, tables):
     wall = part.groupby(["pid", "tid"])["host_thread_ns"].sum()
     expected = (span["hi"] - span["lo"]).reindex(wall.index)
     assert (wall == expected).all()
-    assert int(part["host_thread_ns"].sum()) == round(a.summary["all"]["host_thread_us"] * 1000)
+    # the summary's partition is the launching threads' (every thread when none launches);
+    # the threads that launch nothing are summed apart, and the two make up every thread
+    s = a.summary["all"]
+    launching = part["launches_work"].to_numpy(bool)
+    selected = launching if launching.any() else np.ones(len(part), bool)
+    assert int(part["host_thread_ns"][selected].sum()) == round(s["host_thread_us"] * 1000)
+    assert int(part["host_thread_ns"][~selected].sum()) == round((s["host_nonlaunching_thread_us"] or 0.0) * 1000)
+    assert (s["host_nonlaunching_thread_us"] is None) == (not launching.any())
 
 
 def _assert_orphans_counted(a):
