@@ -129,3 +129,30 @@ def test_a_cause_added_later_counts_outside_orchestration_under_its_own_name():
     s = _summary(idle={"dependency_wait": 700.0, "python": 10.0}, hdbi=0.9)
     assert hdbi_idle_disagreement(s["all"]).endswith(
         "99% of the idle time had a cause outside it; the largest is dependency wait: 700.0 µs, 99% of the idle time")
+
+
+CORPUS_DISAGREEMENTS = {  # trace -> the cause the explanation names (docs/method.md §3.2)
+    "HolisticTraceAnalysis/tests/data/critical_path/cuda_event_sync_multi_stream/event_sync_trace.json.gz":
+        "the largest is untraced host time: ",
+    "HolisticTraceAnalysis/tests/data/negative_queue_length_values_check/rank0.json.gz":
+        "the largest is memcpy/memset calls issued but not yet started: ",
+    "HolisticTraceAnalysis/tests/data/timeline_analysis/sampled_rank-0.json.gz":
+        "the largest is launch latency above the floor (reported apart from T_Orchestrate): ",
+}
+CORPUS_AGREEMENTS = (
+    "HolisticTraceAnalysis/tests/data/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",
+    "HolisticTraceAnalysis/tests/data/df_index_resolver/df_index_resolver.json.gz",
+    "nsys-ai/tests/fixtures/mfu_2gpu_before.sqlite",
+)
+
+
+def test_corpus_verdicts_explain_exactly_where_hdbi_and_idle_disagree(shared_traces):
+    from taxbreak.decompose import analyze
+    from taxbreak.readers import load_trace
+    from taxbreak.report.advice import hdbi_idle_disagreement
+
+    for rel, names in CORPUS_DISAGREEMENTS.items():
+        why = hdbi_idle_disagreement(analyze(load_trace(shared_traces / rel)).summary["all"])
+        assert why is not None and why.startswith("HDBI ") and names in why, (rel, why)
+    for rel in CORPUS_AGREEMENTS:
+        assert hdbi_idle_disagreement(analyze(load_trace(shared_traces / rel)).summary["all"]) is None, rel

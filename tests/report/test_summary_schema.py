@@ -118,3 +118,11 @@ def test_schema_is_valid_json_schema_and_validates_the_output(planted_json):
     bad["steps"][0]["undocumented"] = 1
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.Draft202012Validator(SCHEMA).validate(bad)
+
+
+def test_the_two_idle_windows_differ_by_the_host_only_prologue_and_epilogue(planted_json, shared_traces):
+    """One device, whole trace: device_idle_us - device_span_idle_us == wall_us - span_us (docs/method.md §3.1)."""
+    rel = "HolisticTraceAnalysis/tests/data/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"
+    for s in (planted_json["all"], analyze(load_trace(shared_traces / rel)).summary["all"]):
+        assert len(s["devices"]) == 1
+        assert round(s["device_idle_us"] - s["device_span_idle_us"], 3) == round(s["wall_us"] - s["span_us"], 3)
