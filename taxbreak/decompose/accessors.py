@@ -55,7 +55,7 @@ class PhaseValues:
     launch_floor_us: float | None
     launch_graph_us: float | None
     launch_latency_us: float | None
-    queue_wait_us: float | None
+    queue_wait_sum_us: float | None
     queue_wait_union_us: float | None
     wall_us: float | None
     device_idle_us: float | None

@@ -3,7 +3,11 @@ all scopes of one kind at once with group-bys (no per-step pass over the rows).
 
 Every scope gets the same keys (µs unless named). A value that was not
 measured is ``None``: no device activity in the trace, no kernel in the scope,
-no token count, no library ranges. Equations in docs/method.md.
+no token count, no library ranges. Equations in docs/method.md; every key with
+its unit and meaning in taxbreak/report/summary_schema.json. A per-kernel sum
+of waits that overlap says so in its name (``tklqt_sum_us``, ``queue_wait_sum_us``);
+idle time over the analysis window is ``device_idle_us``, over the device's own
+first-to-last activity ``device_span_idle_us``.
 """
 from __future__ import annotations
 
@@ -22,15 +26,17 @@ HOST_KEYS = {col: col.replace("_ns", "_us") for col in [*COLUMNS.values(), "host
 # the same partition over the threads that launch nothing (docs/method.md §7)
 NONLAUNCHING_KEYS = {col: col.replace("host_", "host_nonlaunching_").replace("_ns", "_us") for col in HOST_KEYS}
 SUM_COLS = {"ft_ns": "framework_us", "ft_python_ns": "framework_python_us", "ft_dispatch_ns": "framework_dispatch_us",
-            "ct_ns": "library_us", "ct_by_name_ns": "library_by_name_us", "kt_floor_ns": "launch_floor_us", "launch_latency_ns": "launch_latency_us",
-            "kt_graph_ns": "launch_graph_us", "t_launch_ns": "tklqt_us", "queue_wait_ns": "queue_wait_us"}
+            "ct_ns": "library_us", "ct_by_name_ns": "library_by_name_us", "kt_floor_ns": "launch_floor_us",
+            "launch_latency_ns": "launch_latency_us", "kt_graph_ns": "launch_graph_us", "t_launch_ns": "tklqt_sum_us",
+            "queue_wait_ns": "queue_wait_sum_us"}
 
 SUMMARY_KEYS = (
     "kernels", "launches", "orphan_kernels", "orphan_copies", "orphan_launches", "captured_launches",
     "orphan_copy_calls",
     "chain_coverage", "device_active_us", "orphan_device_us", "device_busy_us", "device_kernel_busy_us",
     "device_copy_busy_us", "device_memset_busy_us", "span_us",
-    "gpu_idle_us", "tklqt_us", "queue_wait_us", "queue_wait_median_us", "queue_wait_p99_us", "queue_wait_union_us",
+    "device_span_idle_us", "tklqt_sum_us", "queue_wait_sum_us", "queue_wait_median_us", "queue_wait_p99_us",
+    "queue_wait_union_us",
     "framework_us", "framework_python_us", "framework_dispatch_us", "library_us", "library_by_name_us",
     "launch_floor_us", "launch_latency_us", "launch_graph_us", "orchestration_us", "hdbi", "hdbi_reason",
     "floor_us", "floor_source",
@@ -348,7 +354,7 @@ def _device(c: dict, busy_span: tuple[np.ndarray, np.ndarray], ctx: Context) -> 
     return {"device_active_us": _us_list(c["linked_active"], has_rows & (linked > 0)),
             "orphan_device_us": _us_list(c["orphan_active"], has_rows & (c["kernels"] > 0)),
             "device_busy_us": _us_list(busy, has_rows), "span_us": _us_list(span, has_rows),
-            "gpu_idle_us": _us_list(span - busy, has_rows)}
+            "device_span_idle_us": _us_list(span - busy, has_rows)}
 
 
 def _components(c: dict, sums: dict, ctx: Context) -> dict:

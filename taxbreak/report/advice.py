@@ -53,6 +53,9 @@ def advise(summary: dict) -> list[Advice]:
                        "CUDA device", "profile on a GPU; on this run compare host time per step and "
                        "ATen ops per token between models or versions")]
     out = [_verdict(s)]
+    why = hdbi_idle_disagreement(s)
+    if why:
+        out[0].finding += f". {why}"
     copies = _copy_heavy(s)
     if copies:
         out.append(copies)
@@ -186,6 +189,84 @@ def _copy_heavy(s: dict) -> Advice | None:
         return None  # device-bound: the verdict says copy-bound already
     return Advice(f"of the time the GPU was busy, copies took more than kernels: {times[0]:,.1f} µs of memcpy "
                   f"against {times[1]:,.1f} µs of kernels (unions per kind, all devices)", COPY_ACTION)
+
+
+# HDBI reads device-bound at or above this value, host-bound below it (a reading, not a threshold of
+# the method: it only decides when the verdict has to say why HDBI and the idle share disagree)
+HDBI_DEVICE_SIDE = 0.5
+IDLE_HIGH_PCT, IDLE_LOW_PCT = 50.0, 20.0
+# idle causes that are host work of the layers T_Orchestrate counts (ΔFT, ΔCT, ΔKT); every other
+# cause (nothing pending, launch latency, copies, sync, unlinked work, ...) lies outside it
+ORCHESTRATE_CAUSES = ("python", "dispatch", "library", "launch_api", "launch_floor")
+OUTSIDE_LABELS = {
+    "nothing_pending": "nothing pending (no device work left to run: the host ran on after the last kernel)",
+    "launch_latency": "launch latency above the floor (reported apart from T_Orchestrate)",
+}
+
+
+def hdbi_idle_disagreement(s: dict) -> str | None:
+    """Why HDBI and the device's idle share disagree, in words from the numbers of one scope;
+    ``None`` where they agree or either is not measured.
+
+    They disagree when HDBI ≥ 0.5 (device side) while the device was idle more than 50 % of the
+    analysis window, or HDBI < 0.5 while it was idle less than 20 % (docs/method.md §3.3).
+    """
+    hdbi, idle = s.get("hdbi"), _idle_share(s)
+    if hdbi is None or idle is None:
+        return None
+    if hdbi >= HDBI_DEVICE_SIDE and idle > IDLE_HIGH_PCT:
+        return _idle_outside_orchestration(s, hdbi, idle)
+    if hdbi < HDBI_DEVICE_SIDE and idle < IDLE_LOW_PCT:
+        return _orchestration_hidden(s, hdbi, idle)
+    return None
+
+
+def _idle_outside_orchestration(s: dict, hdbi: float, idle: float) -> str:
+    """HDBI high, idle high: the idle time is not the host time that T_Orchestrate counts."""
+    causes = {k: v for k, v in (s.get("idle_by_cause_us") or {}).items() if v}
+    total = s.get("device_idle_us") or sum(causes.values())
+    head = (f"HDBI {hdbi:.3f} reads device-bound while the GPU was idle {idle:.0f}% of the elapsed time: "
+            f"HDBI weighs kernel time against T_Orchestrate ({_us(s.get('orchestration_us'))}) only")
+    outside = {k: v for k, v in causes.items() if k not in ORCHESTRATE_CAUSES}
+    if not total or not causes:
+        return head + "; the idle time by cause is not measured"
+    outside_share = 100.0 * sum(outside.values()) / total
+    if outside and outside_share >= 50.0:
+        cause = max(outside, key=outside.get)
+        return (head + f", and {outside_share:.0f}% of the idle time had a cause outside it; the largest is "
+                f"{_cause_label(cause)}: {outside[cause]:,.1f} µs, {100.0 * outside[cause] / total:.0f}% of the "
+                f"idle time")
+    inside = {k: v for k, v in causes.items() if k in ORCHESTRATE_CAUSES}
+    cause, inside_us, orch = max(inside, key=inside.get), sum(inside.values()), s.get("orchestration_us")
+    off_path = (f", {inside_us / orch:.1f}× T_Orchestrate: host work off the kernels' launch paths (before the "
+                f"first kernel, between steps), which T_Orchestrate does not count" if orch and inside_us > orch else "")
+    return (head + f", while the host layers it counts caused {inside_us:,.1f} µs of idle time "
+            f"({100.0 - outside_share:.0f}%){off_path}; the largest is {_cause_label(cause)}: "
+            f"{inside[cause]:,.1f} µs, {100.0 * inside[cause] / total:.0f}% of the idle time")
+
+
+def _orchestration_hidden(s: dict, hdbi: float, idle: float) -> str:
+    """HDBI low, idle low: T_Orchestrate ran while the device was busy."""
+    head = (f"HDBI {hdbi:.3f} reads host-bound while the GPU was idle only {idle:.0f}% of the elapsed time: "
+            f"T_Orchestrate ({_us(s.get('orchestration_us'))}) is host time per kernel, not time the device "
+            f"waited for")
+    hidden, exposed = s.get("hidden_orchestration_us"), s.get("exposed_orchestration_us")
+    if hidden is None or exposed is None:
+        return head + "; host work hidden behind device work is not measured"
+    return (head + f"; host work ran {_us(hidden)} while the device was busy (hidden) against {_us(exposed)} "
+            f"while it was idle (exposed), summed over threads")
+
+
+def _us(value) -> str:
+    return NOT_MEASURED if value is None else f"{value:,.1f} µs"
+
+
+def _cause_label(cause: str) -> str:
+    if cause in OUTSIDE_LABELS:
+        return OUTSIDE_LABELS[cause]
+    if cause in CAUSE_TARGETS:
+        return CAUSE_TARGETS[cause][1]
+    return cause.replace("_", " ")
 
 
 def _exposed_layer(s: dict) -> Advice | None:

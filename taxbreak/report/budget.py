@@ -18,7 +18,8 @@ Format::
 A limit on a metric that is ``None`` (not measured) fails with status
 ``not_measured`` unless ``allow_unmeasured = true`` (or ``--allow-unmeasured``),
 which turns it into ``skipped``. Parsing raises :class:`BudgetError`
-(``budget.malformed`` / ``budget.unknown_metric``) naming the line and key;
+(``budget.malformed`` / ``budget.unknown_metric`` / ``budget.renamed_metric``,
+an old name of a metric whose name now says it is a sum) naming the line and key;
 limits must be finite (``nan`` or ``inf`` would make every comparison hold or
 none), and a file nested past Python's recursion limit or larger than
 ``MAX_BUDGET_BYTES`` is ``budget.malformed`` too. A budget without any limit
@@ -33,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..trace.errors import BudgetError
-from .metrics import METRIC_KEYS, ORCHESTRATION_METRICS, PHASES, WORSE_DIRECTION
+from .metrics import METRIC_KEYS, ORCHESTRATION_METRICS, PHASES, RENAMED_METRICS, WORSE_DIRECTION
 
 SCOPES = ("all",) + PHASES
 TEXT_METRICS = ("floor_source",)
@@ -85,7 +86,8 @@ def load_budget(path: str | Path) -> Budget:
 
     Raises:
         BudgetError: ``budget.malformed`` for unreadable TOML or a bad limit,
-            ``budget.unknown_metric`` for a name that is not a summary metric.
+            ``budget.unknown_metric`` for a name that is not a summary metric,
+            ``budget.renamed_metric`` for a name in ``RENAMED_METRICS``.
     """
     p = Path(path)
     try:
@@ -168,6 +170,11 @@ class _Context:
         return Limit(scope, key, found.group(1), threshold, key_line(self.text, scope, key))
 
     def metric(self, table: str, key: str) -> None:
+        if key in RENAMED_METRICS:
+            new, holds, elapsed = RENAMED_METRICS[key]
+            self.fail(table, key, f"metric {key!r} was renamed: it is {new}, {holds}",
+                      code="budget.renamed_metric",
+                      hint=f"write {new} to keep this limit on the sum, or {elapsed}")
         if key not in METRIC_KEYS:
             self.fail(table, key, f"unknown metric {key!r}", code="budget.unknown_metric",
                       hint="metric names are the summary keys listed in docs/ci.md")

@@ -1,8 +1,11 @@
 """Before/after comparison of two analyses (``taxbreak diff BASE NEW``).
 
 Per scope (``all`` and every phase of either run): each orchestration
-component, device-active time, HDBI, kernels per token and the host partition,
-as base, new, change in µs and change in %. Then the ATen ops and kernel classes whose
+component, device-active time, the elapsed window with the device's busy and
+idle time over it, HDBI, kernels per token, the idle time by cause and the host
+partition, as base, new, change in µs and change in %. Only elapsed or spent
+times are compared: per-kernel sums of overlapping waits (``queue_wait_sum_us``,
+``tklqt_sum_us``) stay in the JSON summary, not in the diff. Then the ATen ops and kernel classes whose
 orchestration time moved most, and the kernel names found in only one run.
 """
 from __future__ import annotations
@@ -13,9 +16,12 @@ import pandas as pd
 from .metrics import COMPONENTS, number, pct_change
 
 DIFF_METRICS: tuple[str, ...] = tuple(k for k, _ in COMPONENTS) + (
-    "framework_us", "orchestration_us", "device_active_us", "gpu_idle_us", "hdbi",
-    "kernels", "launches", "kernels_per_token", "orchestration_us_per_token",
+    "framework_us", "orchestration_us", "device_active_us", "wall_us", "device_busy_us", "device_idle_us",
+    "hdbi", "kernels", "launches", "kernels_per_token", "orchestration_us_per_token",
 )
+# One row per idle cause, ``idle_by_cause_us.<cause>`` (device idle over the window, summed over
+# devices; docs/method.md §3.1), for every cause either run reports, in the summary's order.
+IDLE_CAUSE_PREFIX = "idle_by_cause_us."
 # The exact host partition and the ATen op counts (measured with or without a device):
 # shown after the components; on a CPU run they are the only measured comparison.
 HOST_METRICS: tuple[str, ...] = (
@@ -41,9 +47,18 @@ def diff_summaries(base: dict, new: dict) -> dict[str, dict[str, dict]]:
     for scope in ["all"] + phases:
         b = base.get("all") if scope == "all" else (base.get("phases") or {}).get(scope)
         n = new.get("all") if scope == "all" else (new.get("phases") or {}).get(scope)
-        out[scope] = {m: metric_change((b or {}).get(m), (n or {}).get(m)) for m in DIFF_METRICS + HOST_METRICS}
+        out[scope] = {m: metric_change((b or {}).get(m), (n or {}).get(m)) for m in DIFF_METRICS}
+        out[scope].update(idle_cause_changes(b or {}, n or {}))
+        out[scope].update({m: metric_change((b or {}).get(m), (n or {}).get(m)) for m in HOST_METRICS})
         out[scope]["present"] = {"base": b is not None, "new": n is not None}
     return out
+
+
+def idle_cause_changes(base: dict, new: dict) -> dict[str, dict]:
+    """``{"idle_by_cause_us.<cause>": change}`` for every cause of either scope, base's order first."""
+    b, n = base.get("idle_by_cause_us") or {}, new.get("idle_by_cause_us") or {}
+    causes = list(b) + [c for c in n if c not in b]
+    return {IDLE_CAUSE_PREFIX + c: metric_change(b.get(c), n.get(c)) for c in causes}
 
 
 def kernel_orchestration_ns(kernels: pd.DataFrame) -> pd.Series:

@@ -8,13 +8,14 @@ from rich.console import Console
 from rich.table import Table
 
 from .console_text import markup_text
-from .diff import DIFF_METRICS, HOST_METRICS
+from .diff import HOST_METRICS, IDLE_CAUSE_PREFIX
 from .metrics import COMPONENTS, fmt_value
 from .words import NOT_MEASURED
 
 _LABELS = dict(COMPONENTS) | {
     "framework_us": "framework total (ΔFT)", "orchestration_us": "T_Orchestrate",
-    "device_active_us": "T_DeviceActive", "gpu_idle_us": "GPU idle", "hdbi": "HDBI",
+    "device_active_us": "T_DeviceActive", "wall_us": "elapsed (analysis window)",
+    "device_busy_us": "GPU busy (union of devices)", "device_idle_us": "GPU idle (Σ devices)", "hdbi": "HDBI",
     "kernels": "kernels", "launches": "launches", "kernels_per_token": "kernels / token",
     "orchestration_us_per_token": "orchestration / token",
     "aten_ops": "host: ATen ops", "aten_ops_per_token": "host: ATen ops / token",
@@ -49,14 +50,28 @@ def scope_table(scope: str, changes: dict, labels: dict) -> Table:
     table = Table(title=f"{markup_text(scope)}{note}", title_justify="left")
     for col in ("metric", "base", "new", "Δ", "Δ %"):
         table.add_column(col, justify="left" if col == "metric" else "right")
-    for key in DIFF_METRICS + HOST_METRICS:
-        if key == HOST_METRICS[0]:
+    previous = None
+    for key, c in changes.items():
+        if key == "present":
+            continue
+        if _section(key) != _section(previous) and previous is not None:
             table.add_section()
-        c = changes[key]
+        previous = key
         unit = "" if key in _UNITLESS else " µs"
-        table.add_row(_LABELS.get(key, key) + unit, fmt_value(c["base"], key), fmt_value(c["new"], key),
+        table.add_row(_label(key) + unit, fmt_value(c["base"], key), fmt_value(c["new"], key),
                       fmt_delta(c["delta"], key), fmt_pct(c["delta_pct"]))
     return table
+
+
+def _section(key: str | None) -> str:
+    """Rows are ruled off in three groups: the TaxBreak metrics, idle by cause, the host partition."""
+    return "idle" if key and key.startswith(IDLE_CAUSE_PREFIX) else "host" if key in HOST_METRICS else "main"
+
+
+def _label(key: str) -> str:
+    if key.startswith(IDLE_CAUSE_PREFIX):
+        return "GPU idle: " + markup_text(key[len(IDLE_CAUSE_PREFIX):].replace("_", " "))
+    return _LABELS.get(key, key)
 
 
 def group_table(title: str, key: str, rows: list[dict]) -> Table:

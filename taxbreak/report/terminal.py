@@ -129,10 +129,10 @@ def render_shares(s: dict, console: Console) -> None:
 
 def render_queue(s: dict, console: Console) -> None:
     """Queue wait is device-side waiting: shown on its own, never added to host time."""
-    if s.get("queue_wait_us") is None:
+    if s.get("queue_wait_union_us") is None:
         return
-    # the per-kernel sums (queue_wait_us, tklqt_us) add up overlapping waits: they are in the
-    # JSON for the paper's TKLQT, never shown here as if they were elapsed time
+    # the per-kernel sums (queue_wait_sum_us, tklqt_sum_us) add up overlapping waits: they are in
+    # the JSON for the paper's TKLQT, never shown here as if they were elapsed time
     console.print(f"Queue wait (device side, not host time): kernels were waiting "
                   f"{fmt(s['queue_wait_union_us'])} µs of elapsed time (union of the waits); per kernel "
                   f"median {fmt(s['queue_wait_median_us'])} µs, p99 {fmt(s['queue_wait_p99_us'])} µs")

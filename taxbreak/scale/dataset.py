@@ -28,7 +28,7 @@ from ..trace.errors import TaxbreakError
 from .fsio import parquet_bytes, url_to_fs, write_bytes_atomic
 from .partition import PARTITIONED_TABLES, partition_files, write_files
 
-DATASET_FORMAT = 3  # bump when a table gains, loses or changes a column for the same input (2: idle table; 3: issued idle split by what was issued)
+DATASET_FORMAT = 4  # bump when a table gains, loses or changes a column for the same input (2: idle table; 3: issued idle split by what was issued; 4: queue_wait_sum_us, tklqt_sum_us, device_span_idle_us renamed)
 VERSION_FILE = "_taxbreak_dataset.json"
 MANIFEST = "manifest"
 MANIFEST_PARTITIONS = pa.schema([("run", pa.string()), ("rank", pa.int64())])

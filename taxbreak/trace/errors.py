@@ -47,6 +47,7 @@ ERROR_CODES: dict[str, str] = {
     "analysis.unknown_phase": "Analysis.phase(name) for a phase the trace does not have",
     "budget.malformed": "the budget TOML cannot be parsed or a limit is not a valid comparison",
     "budget.unknown_metric": "a budget names a metric that the summary does not have",
+    "budget.renamed_metric": "a budget names a metric by its old name (queue_wait_us, tklqt_us, gpu_idle_us)",
     "run.not_a_run": "the directory is neither a run directory nor a folder of traces",
     "run.no_traces": "a directory with no trace files",
     # capture / device

@@ -75,7 +75,7 @@ def test_phase_values_are_typed_and_exact(planted):
     assert (values.ft_us, values.ft_python_us, values.ft_dispatch_us, values.ct_us) == (20.0, 5.0, 15.0, 4.0)
     assert (values.kt_us, values.launch_floor_us, values.launch_graph_us) == (13.5, 13.5, 0.0)
     assert values.orchestration_us == values.ft_us + values.ct_us + values.kt_us == 37.5
-    assert (values.launch_latency_us, values.queue_wait_us, values.queue_wait_union_us) == (28.0, 4.5, 4.5)
+    assert (values.launch_latency_us, values.queue_wait_sum_us, values.queue_wait_union_us) == (28.0, 4.5, 4.5)
     assert sum(values.idle_by_cause_us.values()) == values.device_idle_us == 102.0
     assert planted.phase() == planted.phase("all")
     with pytest.raises(dataclasses.FrozenInstanceError):

@@ -47,8 +47,8 @@ def test_small_planted_trace_exact_values():
     assert s["device_active_us"] == 125.0
     assert s["hdbi"] == round(125.0 / (125.0 + s["orchestration_us"]), 6) and s["hdbi_reason"] is None
     assert s["floor_source"] == "published:H100"
-    assert s["tklqt_us"] == 190.13
-    assert s["queue_wait_us"] == 158.0  # a plain sum of per-kernel waits ...
+    assert s["tklqt_sum_us"] == 190.13
+    assert s["queue_wait_sum_us"] == 158.0  # a plain sum of per-kernel waits ...
     assert s["queue_wait_union_us"] == 126.0  # ... and the time anything waited: [13.71, 139.71] µs after launch 1
     assert s["queue_wait_median_us"] == 40.0
     assert s["launch_latency_us"] == 18.0 and s["launch_graph_us"] == 0.0

@@ -27,10 +27,10 @@ def metrics(**values) -> dict:
 def phase_metrics(scale: float = 1.0, **over) -> dict:
     base = dict(kernels=100, launches=100, orphan_kernels=0, orphan_launches=0,
                 device_active_us=800.0 * scale, device_busy_us=780.0 * scale, span_us=2000.0 * scale,
-                gpu_idle_us=1200.0 * scale, framework_us=600.0 * scale, framework_python_us=400.0 * scale,
+                device_span_idle_us=1200.0 * scale, framework_us=600.0 * scale, framework_python_us=400.0 * scale,
                 framework_dispatch_us=200.0 * scale, library_us=50.0 * scale, library_measured_us=None,
                 launch_floor_us=450.0, launch_latency_us=120.0 * scale, orchestration_us=1100.0 * scale,
-                tklqt_us=900.0 * scale, floor_us=4.5, floor_source="published:default",
+                tklqt_sum_us=900.0 * scale, floor_us=4.5, floor_source="published:default",
                 t_dispatch_base_us=2.0, kernel_diversity=0.2, tokens=10, kernels_per_token=10.0,
                 orchestration_us_per_token=110.0 * scale, framework_us_per_token=60.0 * scale,
                 device_active_us_per_token=80.0 * scale, host_thread_us=2000.0 * scale,

@@ -68,3 +68,91 @@ def test_unmeasured_hdbi_is_named_with_its_reason():
 def test_no_kernels_says_so_instead_of_guessing():
     only = advise({"all": {"orchestration_us": None}})
     assert len(only) == 1 and "need a CUDA device" in only[0].finding
+
+
+# --- HDBI and the idle share disagree: the verdict says why (advice.hdbi_idle_disagreement) ---
+
+def test_agreeing_verdicts_carry_no_explanation():
+    from taxbreak.report.advice import hdbi_idle_disagreement
+
+    assert hdbi_idle_disagreement(_summary(idle={"launch_latency": 20.0}, hdbi=0.9)["all"]) is None  # 2 %, 0.9
+    assert hdbi_idle_disagreement(_summary(idle={"python": 600.0}, hdbi=0.3)["all"]) is None  # 60 %, 0.3
+    assert hdbi_idle_disagreement(_summary(idle={"python": 500.0}, hdbi=0.5)["all"]) is None  # 50 % is not > 50 %
+    assert hdbi_idle_disagreement(_summary(idle={"python": 200.0}, hdbi=0.499)["all"]) is None  # 20 % is not < 20 %
+    assert hdbi_idle_disagreement(_summary(idle={"nothing_pending": 900.0}, hdbi=None)["all"]) is None
+
+
+def test_device_bound_hdbi_with_idle_outside_orchestration_names_the_largest_cause():
+    from taxbreak.report.advice import hdbi_idle_disagreement
+
+    s = _summary(idle={"nothing_pending": 800.0, "copy_issued": 50.0, "python": 100.0}, hdbi=0.847)
+    assert hdbi_idle_disagreement(s["all"]) == (
+        "HDBI 0.847 reads device-bound while the GPU was idle 95% of the elapsed time: HDBI weighs kernel "
+        "time against T_Orchestrate (60.0 µs) only, and 89% of the idle time had a cause outside it; the "
+        "largest is nothing pending (no device work left to run: the host ran on after the last kernel): "
+        "800.0 µs, 84% of the idle time")
+    verdict = advise(s)[0].finding
+    assert verdict.startswith("the GPU was idle 95% of the elapsed time (HDBI 0.847); the host caused 16% ")
+    assert verdict.endswith(". " + hdbi_idle_disagreement(s["all"]))
+
+
+def test_device_bound_hdbi_with_idle_from_host_work_off_the_launch_paths():
+    from taxbreak.report.advice import hdbi_idle_disagreement
+
+    s = _summary(idle={"python": 500.0, "dispatch": 100.0, "sync": 10.0}, hdbi=0.847)
+    assert hdbi_idle_disagreement(s["all"]) == (
+        "HDBI 0.847 reads device-bound while the GPU was idle 61% of the elapsed time: HDBI weighs kernel "
+        "time against T_Orchestrate (60.0 µs) only, while the host layers it counts caused 600.0 µs of idle "
+        "time (98%), 10.0× T_Orchestrate: host work off the kernels' launch paths (before the first kernel, "
+        "between steps), which T_Orchestrate does not count; the largest is Python between ops: 500.0 µs, "
+        "82% of the idle time")
+
+
+def test_host_bound_hdbi_with_little_idle_says_orchestration_was_hidden():
+    from taxbreak.report.advice import hdbi_idle_disagreement
+
+    s = _summary(idle={"python": 50.0, "launch_latency": 50.0}, hdbi=0.3, hidden_orchestration_us=900.0,
+                 exposed_orchestration_us=40.0)
+    assert hdbi_idle_disagreement(s["all"]) == (
+        "HDBI 0.300 reads host-bound while the GPU was idle only 10% of the elapsed time: T_Orchestrate "
+        "(60.0 µs) is host time per kernel, not time the device waited for; host work ran 900.0 µs while the "
+        "device was busy (hidden) against 40.0 µs while it was idle (exposed), summed over threads")
+    assert advise(s)[0].finding.startswith("device-bound: the GPU was idle 10% of the elapsed time (HDBI 0.300)")
+    unmeasured = _summary(idle={"python": 50.0}, hdbi=0.3)
+    assert hdbi_idle_disagreement(unmeasured["all"]).endswith(
+        "not time the device waited for; host work hidden behind device work is not measured")
+
+
+def test_a_cause_added_later_counts_outside_orchestration_under_its_own_name():
+    from taxbreak.report.advice import hdbi_idle_disagreement
+
+    s = _summary(idle={"dependency_wait": 700.0, "python": 10.0}, hdbi=0.9)
+    assert hdbi_idle_disagreement(s["all"]).endswith(
+        "99% of the idle time had a cause outside it; the largest is dependency wait: 700.0 µs, 99% of the idle time")
+
+
+CORPUS_DISAGREEMENTS = {  # trace -> the cause the explanation names (docs/method.md §3.3)
+    "HolisticTraceAnalysis/tests/data/critical_path/cuda_event_sync_multi_stream/event_sync_trace.json.gz":
+        "the largest is untraced host time: ",
+    "HolisticTraceAnalysis/tests/data/negative_queue_length_values_check/rank0.json.gz":
+        "the largest is memcpy/memset calls issued but not yet started: ",
+    "HolisticTraceAnalysis/tests/data/timeline_analysis/sampled_rank-0.json.gz":
+        "the largest is launch latency above the floor (reported apart from T_Orchestrate): ",
+}
+CORPUS_AGREEMENTS = (
+    "HolisticTraceAnalysis/tests/data/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",
+    "HolisticTraceAnalysis/tests/data/df_index_resolver/df_index_resolver.json.gz",
+    "nsys-ai/tests/fixtures/mfu_2gpu_before.sqlite",
+)
+
+
+def test_corpus_verdicts_explain_exactly_where_hdbi_and_idle_disagree(shared_traces):
+    from taxbreak.decompose import analyze
+    from taxbreak.readers import load_trace
+    from taxbreak.report.advice import hdbi_idle_disagreement
+
+    for rel, names in CORPUS_DISAGREEMENTS.items():
+        why = hdbi_idle_disagreement(analyze(load_trace(shared_traces / rel)).summary["all"])
+        assert why is not None and why.startswith("HDBI ") and names in why, (rel, why)
+    for rel in CORPUS_AGREEMENTS:
+        assert hdbi_idle_disagreement(analyze(load_trace(shared_traces / rel)).summary["all"]) is None, rel

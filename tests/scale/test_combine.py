@@ -92,7 +92,7 @@ def test_combination_sums_additive_metrics_and_bounds_hdbi(rows):
 
 
 def _rank(device, orch, idle, devices, **extra):
-    return _m(device, orch, queue_wait_us=7.0, queue_wait_median_us=2.0, queue_wait_p99_us=5.0,
+    return _m(device, orch, queue_wait_sum_us=7.0, queue_wait_median_us=2.0, queue_wait_p99_us=5.0,
               queue_wait_union_us=6.0, wall_us=100.0, device_idle_us=sum(idle.values()),
               idle_by_cause_us=idle, devices=devices, hdbi_reason=None, **extra)
 
@@ -109,7 +109,7 @@ def test_idle_causes_sum_cause_by_cause_and_devices_stay_apart():
     assert combined["idle_by_cause_us"] == {"python": 11.0, "sync": 5.0}
     assert combined["device_idle_us"] == 16.0
     assert combined["devices"] == {"0/0": _dev(90.0, idle0), "1/0": _dev(99.0, idle1)}  # two GPUs, not one
-    assert combined["wall_us"] == 200.0 and combined["queue_wait_us"] == 14.0  # rank-time, time waited
+    assert combined["wall_us"] == 200.0 and combined["queue_wait_sum_us"] == 14.0  # rank-time, time waited
     assert combined["hdbi"] == pytest.approx(400.0 / 600.0) and combined["hdbi_reason"] is None
     for key in ("queue_wait_median_us", "queue_wait_p99_us", "queue_wait_union_us"):
         assert combined[key] is None and key in unmeasured
