@@ -184,6 +184,8 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
         phases_df, phase_dicts, all_dict = phases_job.result()
     meta = _meta(tables, source, steps, floor, ctx, passes)
     meta["graph_capture"] = graph_capture
+    meta["launch_latency_bound_us"] = kernels.attrs.get("launch_latency_bound_us")
+    meta["dependency_waits"] = kernels.attrs.get("dependency_waits", [])
     meta.update(stall_meta(stalls, idle))
     summary = {"all": all_dict, "phases": phase_dicts, "steps": step_dicts, "meta": meta,
                "warmup": add_shares(warmup, all_dict),

@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 
 from ..trace.diagnostics import Diagnostics
 from .classify import CLASS_NAMES, EVIDENCE, kernel_class, name_is_framework, name_is_library, op_verdict
+from .dependency import learned_bounds, split_dependency, wait_summary, waited_on
 from .floor import Floor
 from .launch_split import previous_end, split_launch
 from .link import NONE, Links
@@ -201,6 +202,7 @@ def build_kernels(views: Views, links: Links, floor: Floor, diags: Diagnostics, 
     by_name = pd.Series(evidence == EVIDENCE.index("name"), index=df.index)
     df["ct_by_name_ns"] = df["ct_ns"].where(by_name | df["ct_ns"].isna(), 0)
     _add_launch_split(df, dev, floor, diags)
+    _add_dependency_wait(df, views, a, floor)
     return df
 
 
@@ -220,6 +222,33 @@ def _add_launch_split(df: pd.DataFrame, dev, floor: Floor, diags: Diagnostics) -
         below = carrier & (df["t_launch_ns"].to_numpy(np.int64, na_value=0) < floor.floor_ns)
         diags.add("decompose.below_floor", int(below.sum()),
                   "T_launch shorter than T_sys: the split's floor part is T_launch itself")
+
+
+def _add_dependency_wait(df: pd.DataFrame, views: Views, dev_api: np.ndarray, floor: Floor) -> None:
+    """Move launch latency beyond the trace's learned bound into ``dependency_wait_ns`` (dependency.py);
+    the bounds and the calls waited on go to ``df.attrs``."""
+    dev = views.device
+    latency = df["launch_latency_ns"].to_numpy(np.int64, na_value=0)
+    launch_start = df["launch_start_ns"].to_numpy(np.int64, na_value=0)
+    t_launch = df["t_launch_ns"].to_numpy(np.int64, na_value=0)
+    carrier = ((df["kind"] == "kernel") & df["first_of_launch"] & df["launch_start_ns"].notna()).to_numpy(bool)
+    device = np.asarray(dev.device, np.int64)
+    idle_at_launch = previous_end(device, dev.start_ns, dev.end_ns) <= launch_start
+    sample = carrier & idle_at_launch & (t_launch >= 0) & df["launch_latency_ns"].notna().to_numpy(bool)
+    bounds = learned_bounds(device, t_launch, sample, floor.floor_ns) if floor.floor_ns is not None else {}
+    known = {d: b for d, b in bounds.items() if b is not None}
+    row_bound = pd.Series(device).map(known).fillna(-1).to_numpy(np.int64)
+    row_bound = np.where(carrier, row_bound, -1)
+    launch_end = launch_start + df["launch_dur_ns"].to_numpy(np.int64, na_value=0)
+    wait = split_dependency(latency, dev.start_ns, launch_start, launch_end, row_bound)
+    valid = df["launch_latency_ns"].notna().to_numpy(bool)
+    df["launch_latency_ns"] = _na(latency - wait, valid)
+    df["dependency_wait_ns"] = _na(wait, valid)
+    rows = np.flatnonzero(wait > 0)
+    lane = views.api.lane[dev_api[rows]]
+    names = waited_on(views, lane, launch_start[rows], dev.start_ns[rows] - wait[rows] // 2)
+    df.attrs["launch_latency_bound_us"] = {str(d): None if b is None else b / 1e3 for d, b in bounds.items()} or None
+    df.attrs["dependency_waits"] = wait_summary(names, wait[rows])
 
 
 def _add_components(df: pd.DataFrame, base: int | None, floor: Floor, is_graph: np.ndarray) -> None:

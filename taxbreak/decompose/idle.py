@@ -42,10 +42,10 @@ from .steps import Steps
 from .views import Views
 
 CAUSES = ("python", "dispatch", "library", "launch_api", "sync", "other_api", "untraced",
-          "launch_floor", "launch_latency", "graph_internal", "copy_issued", "unlinked", "nothing_pending",
-          "blocked", "host_stall")
+          "launch_floor", "launch_latency", "dependency_wait", "graph_internal", "copy_issued", "unlinked",
+          "nothing_pending", "blocked", "host_stall")
 # causes of the time after the next work was issued (the pieces carry no thread in Analysis.idle)
-ISSUED_CAUSES = ("launch_floor", "launch_latency", "graph_internal", "copy_issued")
+ISSUED_CAUSES = ("launch_floor", "launch_latency", "dependency_wait", "graph_internal", "copy_issued")
 _CAUSE_OF_LABEL = np.array([CAUSES.index(label) for label in LABELS], np.int8)
 COLUMNS = ("device", "start_ns", "end_ns", "cause", "step", "pid", "tid", "next_correlation")
 
@@ -105,6 +105,7 @@ class IssuedPath:
     """Per device-view row, what the time between its launch call and its start was."""
 
     floor_end_ns: np.ndarray  # L + t_floor (read only where ``carrier``)
+    wait_start_ns: np.ndarray  # S − dependency_wait: where the launch latency ends (read where ``carrier``)
     carrier: np.ndarray  # a kernel that is the first activity of its launch call
     is_kernel: np.ndarray  # kind kernel (not memcpy/memset)
 
@@ -137,7 +138,8 @@ def issued_path(kernels: pd.DataFrame) -> IssuedPath:
     carrier = is_kernel & kernels["first_of_launch"].to_numpy(bool) & kernels["launch_start_ns"].notna().to_numpy()
     t_floor = kernels["t_floor_ns"].to_numpy(np.int64, na_value=0)
     floor_end = kernels["launch_start_ns"].to_numpy(np.int64, na_value=0) + t_floor
-    return IssuedPath(floor_end, carrier, is_kernel)
+    wait_start = kernels["start_ns"].to_numpy(np.int64) - kernels["dependency_wait_ns"].to_numpy(np.int64, na_value=0)
+    return IssuedPath(floor_end, wait_start, carrier, is_kernel)
 
 
 def _issued_pieces(gaps: Gaps, pending: np.ndarray, issued: np.ndarray, path: IssuedPath) -> list[tuple]:
@@ -145,14 +147,18 @@ def _issued_pieces(gaps: Gaps, pending: np.ndarray, issued: np.ndarray, path: Is
 
     For a carrier kernel the floor piece ends at L + t_floor (clipped into the
     gap), so the latency piece is S − max(L + t_floor, G): the kernel's
-    ``launch_latency_ns`` exactly (launch_split.py; G = the gap start).
+    ``launch_latency_ns`` plus its ``dependency_wait_ns`` (dependency.py), which
+    is the piece's last part: the latency piece equals ``launch_latency_ns`` exactly
+    (launch_split.py; G = the gap start).
     """
     row = np.where(pending, gaps.next_row, 0)
     kernel = pending & take_or(path.is_kernel, row, False).astype(bool)
     carrier = kernel & take_or(path.carrier, row, False).astype(bool)
     floor_end = np.clip(take_or(path.floor_end_ns, row), issued, gaps.end_ns)  # used where carrier only
+    wait_start = np.clip(take_or(path.wait_start_ns, row), floor_end, gaps.end_ns)
     return [(carrier, issued, floor_end, "launch_floor"),
-            (carrier, floor_end, gaps.end_ns, "launch_latency"),
+            (carrier, floor_end, wait_start, "launch_latency"),
+            (carrier, wait_start, gaps.end_ns, "dependency_wait"),
             (kernel & ~carrier, issued, gaps.end_ns, "graph_internal"),
             (pending & ~kernel, issued, gaps.end_ns, "copy_issued")]
 

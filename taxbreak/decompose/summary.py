@@ -27,7 +27,7 @@ HOST_KEYS = {col: col.replace("_ns", "_us") for col in [*COLUMNS.values(), "host
 NONLAUNCHING_KEYS = {col: col.replace("host_", "host_nonlaunching_").replace("_ns", "_us") for col in HOST_KEYS}
 SUM_COLS = {"ft_ns": "framework_us", "ft_python_ns": "framework_python_us", "ft_dispatch_ns": "framework_dispatch_us",
             "ct_ns": "library_us", "ct_by_name_ns": "library_by_name_us", "kt_floor_ns": "launch_floor_us",
-            "launch_latency_ns": "launch_latency_us", "kt_graph_ns": "launch_graph_us", "t_launch_ns": "tklqt_sum_us",
+            "launch_latency_ns": "launch_latency_us", "dependency_wait_ns": "dependency_wait_us", "kt_graph_ns": "launch_graph_us", "t_launch_ns": "tklqt_sum_us",
             "queue_wait_ns": "queue_wait_sum_us"}
 
 SUMMARY_KEYS = (
@@ -38,7 +38,7 @@ SUMMARY_KEYS = (
     "device_span_idle_us", "tklqt_sum_us", "queue_wait_sum_us", "queue_wait_median_us", "queue_wait_p99_us",
     "queue_wait_union_us",
     "framework_us", "framework_python_us", "framework_dispatch_us", "library_us", "library_by_name_us",
-    "launch_floor_us", "launch_latency_us", "launch_graph_us", "orchestration_us", "hdbi", "hdbi_reason",
+    "launch_floor_us", "launch_latency_us", "dependency_wait_us", "launch_graph_us", "orchestration_us", "hdbi", "hdbi_reason",
     "floor_us", "floor_source",
     "t_dispatch_base_us", "library_measured_us", "kernel_diversity", "tokens", "kernels_per_token",
     "orchestration_us_per_token", "framework_us_per_token", "device_active_us_per_token", "aten_ops",

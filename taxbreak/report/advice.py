@@ -62,7 +62,7 @@ def advise(summary: dict) -> list[Advice]:
     warmup = _warmup(summary.get("warmup"))
     if warmup:
         out.append(warmup)
-    exposed = _exposed_layer(s)
+    exposed = _exposed_layer(s, summary.get("meta") or {})
     if exposed and warmup:  # idle time is not split by warm-up: say that it is inside
         exposed = Advice(exposed.finding + "; this includes the idle time of the warm-up calls above", exposed.action)
     if exposed:
@@ -88,6 +88,7 @@ CAUSE_TARGETS = {
     "untraced": (None, "untraced host time"), "unlinked": (None, "work without a launch call in the trace"),
     "blocked": (None, "blocked waits on the launching thread (locks, sleeps, queues, select)"),
     "host_stall": (None, "host stalls (data loading, preprocessing, long host pieces)"),
+    "dependency_wait": (None, "dependencies of issued kernels (stream waits, synchronizes, blocking copies)"),
 }
 ACTIONS = {
     "sync": "remove device→host syncs from the step (.item(), .cpu(), data-dependent shapes)",
@@ -104,6 +105,9 @@ ACTIONS = {
     "host_stall": "take the stall off the GPU's critical path: more DataLoader workers or prefetching "
                   "(prefetch_factor, pin_memory), preprocessing in a separate process or ahead of time, "
                   "or leave it out of the profiled window; per-op work (torch.compile) does not shorten it",
+    "dependency_wait": "issued kernels waited on a dependency, not on the launch path: record the event the "
+                       "stream waits on earlier, move blocking copies and synchronizes off the launching thread "
+                       "or out of the step, or overlap the producing work; fewer launches do not shorten it",
 }
 
 
@@ -269,8 +273,8 @@ def _cause_label(cause: str) -> str:
     return cause.replace("_", " ")
 
 
-def _exposed_layer(s: dict) -> Advice | None:
-    """The host layer that caused the most device idle time."""
+def _exposed_layer(s: dict, meta: dict | None = None) -> Advice | None:
+    """The host layer that caused the most device idle time (a dependency wait names its calls)."""
     causes = {k: v for k, v in (s.get("idle_by_cause_us") or {}).items() if k in CAUSE_TARGETS and v}
     if not causes or not s.get("device_idle_us"):
         return None
@@ -280,7 +284,18 @@ def _exposed_layer(s: dict) -> Advice | None:
     action = _TARGETS[target][1] if target else ACTIONS[cause]
     ranked = ", ".join(f"{k} {v:,.0f} µs" for k, v in sorted(causes.items(), key=lambda kv: -kv[1])[:4])
     return Advice(f"the device waited longest on {label}: {causes[cause]:,.1f} µs, {share:.0f}% of its idle "
-                  f"time (exposed, by cause: {ranked})", action)
+                  f"time (exposed, by cause: {ranked}){_waited_on(cause, meta or {})}", action)
+
+
+def _waited_on(cause: str, meta: dict) -> str:
+    """'; waited on: call µs (n kernels), …' for the dependency-wait cause (meta ``dependency_waits``)."""
+    waits = meta.get("dependency_waits") or []
+    if cause != "dependency_wait" or not waits:
+        return ""
+    bounds = meta.get("launch_latency_bound_us") or {}
+    bound = ", ".join(f"device {d}: {b:,.1f} µs" for d, b in bounds.items() if b is not None)
+    calls = ", ".join(f"{w['call']} {w['us']:,.1f} µs ({w['kernels']} kernels)" for w in waits[:3])
+    return f"; waited on: {calls}; plausible launch latency learned from this trace: {bound}"
 
 
 WARMUP_SHARE = 0.5  # warm-up carrying at least half of T_Orchestrate makes the trace a warm-up trace

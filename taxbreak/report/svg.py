@@ -24,7 +24,7 @@ COLORS = {
 # GPU idle causes (decompose/idle.py), in stacking order
 IDLE_COLORS = {"python": "#4e79a7", "dispatch": "#a0cbe8", "library": "#f28e2b", "launch_api": "#d37295",
                "sync": "#b07aa1", "other_api": "#9c755f", "untraced": "#bab0ac", "launch_floor": "#e15759",
-               "launch_latency": "#ff9d9a", "graph_internal": "#8cd17d", "copy_issued": "#f1ce63",
+               "launch_latency": "#ff9d9a", "dependency_wait": "#9d7660", "graph_internal": "#8cd17d", "copy_issued": "#f1ce63",
                "unlinked": "#d4a6c8", "nothing_pending": "#e8e8e8", "blocked": "#79706e", "host_stall": "#b6992d"}
 PHASE_COLORS = {"prefill": "#4e79a7", "decode": "#e15759", "mixed": "#f28e2b", "unknown": "#76b7b2"}
 BAR_H = 0.36

@@ -143,6 +143,7 @@ IDLE_ROWS = [("python", "Python"), ("dispatch", "ATen dispatch"), ("library", "C
              ("other_api", "other runtime API"), ("untraced", "untraced host time"),
              ("launch_floor", "kernel issued: launch floor (T_sys)"),
              ("launch_latency", "kernel issued: launch latency (= ΔKT exposed)"),
+             ("dependency_wait", "kernel issued: waiting on a dependency"),
              ("graph_internal", "between a CUDA graph's nodes"),
              ("copy_issued", "memcpy/memset issued, not started"),
              ("unlinked", "next work has no launch call"), ("nothing_pending", "nothing pending"),

@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 
 CAUSES = ("python", "dispatch", "library", "launch_api", "sync", "other_api", "untraced",
-          "launch_floor", "launch_latency", "graph_internal", "copy_issued", "unlinked", "nothing_pending",
-          "blocked", "host_stall")
+          "launch_floor", "launch_latency", "dependency_wait", "graph_internal", "copy_issued", "unlinked",
+          "nothing_pending", "blocked", "host_stall")
 
 
 def expected_components(truth: pd.DataFrame, floor_ns: int) -> pd.DataFrame:

@@ -33,9 +33,9 @@ def _scopes(summary: dict) -> list[dict]:
 def test_launch_parts_sum_to_t_launch(analysed):
     a, _ = analysed
     k = a.kernels[a.kernels["queue_wait_ns"].notna()]
-    parts = k["t_floor_ns"] + k["queue_wait_ns"] + k["launch_latency_ns"]
+    parts = k["t_floor_ns"] + k["queue_wait_ns"] + k["launch_latency_ns"] + k["dependency_wait_ns"]
     assert (parts == k["t_launch_ns"].clip(lower=0)).all()
-    assert (k[["t_floor_ns", "queue_wait_ns", "launch_latency_ns"]] >= 0).all().all()
+    assert (k[["t_floor_ns", "queue_wait_ns", "launch_latency_ns", "dependency_wait_ns"]] >= 0).all().all()
     linked = (a.kernels["kind"] == "kernel") & a.kernels["launch_start_ns"].notna()
     assert a.kernels["queue_wait_ns"].notna().sum() == linked.sum()
 
@@ -60,17 +60,22 @@ def test_idle_launch_latency_is_the_kernels_exposed_launch_latency(analysed):
     """Per device, the idle pieces of cause launch_latency are the kernels' launch-latency pieces
     [start − latency, start), ns for ns, and the floor pieces lie inside [L, L + t_floor)."""
     a, _ = analysed
-    k = a.kernels[a.kernels["launch_latency_ns"].fillna(0) > 0]
     idle = a.idle
-    for device in np.unique(np.concatenate([k["device"].to_numpy(np.int64), idle["device"].to_numpy(np.int64)])):
-        dk = k[k["device"] == device]
-        want = sorted(zip((dk["start_ns"] - dk["launch_latency_ns"]).astype("int64"), dk["start_ns"].astype("int64")))
-        got = idle[(idle["device"] == device) & (idle["cause"] == "launch_latency")]
-        merged = _merge(list(zip(got["start_ns"].astype("int64"), got["end_ns"].astype("int64"))))
-        assert merged == _merge(want)
+    # the latency piece ends where the dependency wait (beyond the learned bound) begins
+    for cause, lo, hi in (("launch_latency", ["launch_latency_ns", "dependency_wait_ns"], ["dependency_wait_ns"]),
+                          ("dependency_wait", ["dependency_wait_ns"], [])):
+        k = a.kernels[a.kernels[cause + "_ns"].fillna(0) > 0]
+        for device in np.unique(np.concatenate([k["device"].to_numpy(np.int64), idle["device"].to_numpy(np.int64)])):
+            dk = k[k["device"] == device]
+            start = (dk["start_ns"] - sum(dk[c] for c in lo)).astype("int64")
+            end = (dk["start_ns"] - sum((dk[c] for c in hi), 0)).astype("int64")
+            got = idle[(idle["device"] == device) & (idle["cause"] == cause)]
+            assert _merge(list(zip(got["start_ns"].astype("int64"), got["end_ns"].astype("int64")))) == \
+                _merge(sorted(zip(start, end)))
     s = a.summary["all"]
     if s["idle_by_cause_us"] is not None and s["launch_latency_us"] is not None:
         assert s["idle_by_cause_us"]["launch_latency"] == s["launch_latency_us"]
+        assert s["idle_by_cause_us"]["dependency_wait"] == s["dependency_wait_us"]
 
 
 def test_scope_sums_conserve(analysed):
