@@ -39,6 +39,7 @@ SUMMARY_KEYS = (
     "queue_wait_union_us",
     "framework_us", "framework_python_us", "framework_dispatch_us", "library_us", "library_by_name_us",
     "launch_floor_us", "launch_latency_us", "dependency_wait_us", "launch_graph_us", "orchestration_us", "hdbi", "hdbi_reason",
+    "hdbi_covered", "hdbi_coverage",
     "floor_us", "floor_source",
     "t_dispatch_base_us", "library_measured_us", "kernel_diversity", "tokens", "kernels_per_token",
     "orchestration_us_per_token", "framework_us_per_token", "device_active_us_per_token", "aten_ops",
@@ -123,6 +124,8 @@ class KernelArrays:
     queue_start_ns: np.ndarray  # where the queue wait begins (-1: none)
     name_codes: np.ndarray  # categorical codes of the kernel name, -1 for none
     n_names: int
+    carrier: np.ndarray  # a kernel that carries its launch call (the first activity of the call)
+    covered: np.ndarray  # a linked kernel whose launch lies inside a framework (dispatcher) op
     components: dict  # SUM_COLS column -> its Series in Analysis.kernels (see ``component``)
 
     def component(self, col: str) -> tuple[np.ndarray, np.ndarray]:
@@ -141,6 +144,9 @@ def kernel_arrays(kernels: pd.DataFrame) -> KernelArrays:
                         kernels["dur_ns"].to_numpy(np.int64), kernels["launch_start_ns"].isna().to_numpy(bool),
                         full.to_numpy(bool), kernels["queue_start_ns"].to_numpy(np.int64, na_value=-1),
                         names.cat.codes.to_numpy(np.int64), len(names.cat.categories),
+                        (kernels["kind"] == "kernel").to_numpy(bool) & kernels["first_of_launch"].to_numpy(bool)
+                        & kernels["launch_start_ns"].notna().to_numpy(bool),
+                        (kernels["launch_start_ns"].notna() & kernels["op_start_ns"].notna()).to_numpy(bool),
                         {col: kernels[col] for col in SUM_COLS})
 
 
@@ -169,7 +175,7 @@ def grouped_columns(kernels: KernelArrays, partition: pd.DataFrame, grouping: Gr
     kind_busy = _busy_by_kind(grouping, codes, busy, ctx, n)
     out.update(_device(counts, _busy_and_span(kernels, k_g, n), ctx))
     out.update(_queue(kernels, k_g, n, ctx))
-    out.update(_components(counts, _sums(kernels, k_g, n), ctx))
+    out.update(_components(counts, _sums(kernels, k_g, n), ctx, _coverage(kernels, k_g, n)))
     lib = _group_sum(codes(grouping.library_g), grouping.library_ns, n)
     out["library_measured_us"] = _us_list(lib) if ctx.has_library_ranges else [None] * n
     out.update(_tokens(out, _group_tokens(grouping.tokens, groups)))
@@ -357,13 +363,31 @@ def _device(c: dict, busy_span: tuple[np.ndarray, np.ndarray], ctx: Context) -> 
             "device_span_idle_us": _us_list(span - busy, has_rows)}
 
 
-def _components(c: dict, sums: dict, ctx: Context) -> dict:
+ORCHESTRATE_COLS = ("ft_ns", "ct_ns", "kt_floor_ns", "kt_graph_ns")
+
+
+def _coverage(k: KernelArrays, k_g: np.ndarray, n: int) -> dict:
+    """Per group: launch calls with kernels, those inside a framework op, and the device time and
+    T_Orchestrate of the kernels inside one (where every component is measured)."""
+    cov_g = np.where(k.is_kernel & k.covered, k_g, -1)
+    orch = np.zeros(len(k_g), np.int64)
+    for col in ORCHESTRATE_COLS:
+        orch += k.component(col)[0]
+    return {"carriers": _group_count(np.where(k.carrier, k_g, -1), n),
+            "covered": _group_count(np.where(k.carrier & k.covered, k_g, -1), n),
+            "active": _group_sum(cov_g, k.dur_ns, n), "orch": _group_sum(cov_g, orch, n)}
+
+
+def _components(c: dict, sums: dict, ctx: Context, cov: dict) -> dict:
     """ΔFT / ΔCT / ΔKT sums, orchestration and HDBI; ``None`` for a group without linked kernels.
 
     HDBI = T_DeviceActive / (T_DeviceActive + T_Orchestrate) over the kernels with
     a launch call (orphans have device time but no host cost in the trace). It is
     ``None`` — never computed from a missing part — when ΔFT or ΔCT is not
-    measured for the scope; ``hdbi_reason`` says which (docs/method.md §3).
+    measured for the scope, or ΔFT is missing for some launched kernels (their launch
+    lies in no framework op); then ``hdbi_covered`` is HDBI over the kernels whose every
+    component is measured and ``hdbi_coverage`` their share of the launch calls.
+    ``orchestration_us`` is ``None`` where a component is not measured (docs/method.md §3).
     """
     linked = (c["kernels"] - c["orphans"]) > 0
     out = {key: _us_list(sums[col][0], sums[col][1] & linked) for col, key in SUM_COLS.items()}
@@ -372,22 +396,39 @@ def _components(c: dict, sums: dict, ctx: Context) -> dict:
     if ctx.dispatch_base_ns is None:  # no baseline: ΔCT cannot be told apart from ΔFT dispatch
         out["library_us"] = [None] * len(linked)
         out["library_by_name_us"] = [None] * len(linked)
-    parts = [sums[col] for col in ("ft_ns", "ct_ns", "kt_floor_ns", "kt_graph_ns")]
+    parts = [sums[col] for col in ORCHESTRATE_COLS]
     orch = sum(np.where(measured, total, 0) for total, measured in parts)
-    has_orch = linked & np.logical_or.reduce([measured for _, measured in parts])
-    out["orchestration_us"] = _us_list(orch, has_orch)
+    missing = [ft is None or py is None or ct is None or fl is None for ft, py, ct, fl in
+               zip(out["framework_us"], out["framework_python_us"], out["library_us"], out["launch_floor_us"])]
+    out["orchestration_us"] = _us_list(orch, linked & ~np.array(missing, bool))
     out["hdbi"], out["hdbi_reason"] = _hdbi(c["linked_active"].tolist(), orch.tolist(), linked.tolist(),
-                                            out["framework_us"], out["library_us"], ctx)
+                                            out, cov, ctx)
+    out.update(_covered_hdbi(cov, ctx, missing, out["launch_floor_us"]))
     return out
 
 
-def _hdbi(active: list, orch: list, linked: list, framework: list, library: list, ctx: Context) -> tuple[list, list]:
+def _covered_hdbi(cov: dict, ctx: Context, missing: list, floor: list) -> dict:
+    """HDBI over the kernels whose every component is measured, and their share of the launch calls."""
+    share = [round(int(v) / int(t), 6) if t else None for v, t in zip(cov["covered"], cov["carriers"])]
+    measured_trace = ctx.t_py_measured and ctx.dispatch_base_ns is not None
+    values = [round(int(a) / int(a + o), 6) if measured_trace and fl is not None and v and a + o else None
+              for a, o, v, fl in zip(cov["active"], cov["orch"], cov["covered"], floor)]
+    return {"hdbi_covered": values, "hdbi_coverage": share}
+
+
+def _hdbi(active: list, orch: list, linked: list, out: dict, cov: dict, ctx: Context) -> tuple[list, list]:
     """Eq. HDBI per group, or ``None`` with the reason it cannot be computed."""
     values, reasons = [], []
-    for a, o, ok, ft, ct in zip(active, orch, linked, framework, library):
+    rows = zip(active, orch, linked, out["framework_us"], out["framework_python_us"], out["library_us"],
+               cov["covered"].tolist(), cov["carriers"].tolist())
+    for a, o, ok, ft, py, ct, covered, carriers in rows:
         reason = (NO_DEVICE if not ctx.has_device else "no kernel with a launch call in this scope" if not ok
                   else "ΔFT not measured: no kernel in this scope is linked to a framework op" if ft is None
+                  else "ΔFT Python part not measured: the trace has no Python frames or torch-level ops"
+                  if py is None
                   else "ΔCT not measured: no dispatch baseline (T_dispatch_base) in this trace" if ct is None
+                  else f"ΔFT not measured for {carriers - covered:,} of {carriers:,} launch calls (launched outside "
+                       f"any framework op); hdbi_covered holds over the rest" if covered < carriers
                   else "no device or orchestration time" if a + o == 0 else None)
         values.append(None if reason else round(a / (a + o), 6))
         reasons.append(reason)

@@ -48,7 +48,7 @@ def advise(summary: dict) -> list[Advice]:
     capture = _capture(summary)
     if capture:  # the steady-state numbers describe a few warm-up kernels: no steady-state advice
         return [capture]
-    if s.get("orchestration_us") is None:
+    if not s.get("kernels"):
         return [Advice("no kernels in the trace: the per-kernel split (ΔFT/ΔCT/ΔKT) and HDBI need a "
                        "CUDA device", "profile on a GPU; on this run compare host time per step and "
                        "ATen ops per token between models or versions")]
@@ -216,6 +216,8 @@ def hdbi_idle_disagreement(s: dict) -> str | None:
     analysis window, or HDBI < 0.5 while it was idle less than 20 % (docs/method.md §3.3).
     """
     hdbi, idle = s.get("hdbi"), _idle_share(s)
+    if hdbi is None and s.get("hdbi_covered") is not None:  # the index over the kernels it covers
+        hdbi = s["hdbi_covered"]
     if hdbi is None or idle is None:
         return None
     if hdbi >= HDBI_DEVICE_SIDE and idle > IDLE_HIGH_PCT:
@@ -229,7 +231,7 @@ def _idle_outside_orchestration(s: dict, hdbi: float, idle: float) -> str:
     """HDBI high, idle high: the idle time is not the host time that T_Orchestrate counts."""
     causes = {k: v for k, v in (s.get("idle_by_cause_us") or {}).items() if v}
     total = s.get("device_idle_us") or sum(causes.values())
-    head = (f"HDBI {hdbi:.3f} reads device-bound while the GPU was idle {idle:.0f}% of the elapsed time: "
+    head = (f"{_index_name(s)} {hdbi:.3f} reads device-bound while the GPU was idle {idle:.0f}% of the elapsed time: "
             f"HDBI weighs kernel time against T_Orchestrate ({_us(s.get('orchestration_us'))}) only")
     outside = {k: v for k, v in causes.items() if k not in ORCHESTRATE_CAUSES}
     if not total or not causes:
@@ -251,7 +253,7 @@ def _idle_outside_orchestration(s: dict, hdbi: float, idle: float) -> str:
 
 def _orchestration_hidden(s: dict, hdbi: float, idle: float) -> str:
     """HDBI low, idle low: T_Orchestrate ran while the device was busy."""
-    head = (f"HDBI {hdbi:.3f} reads host-bound while the GPU was idle only {idle:.0f}% of the elapsed time: "
+    head = (f"{_index_name(s)} {hdbi:.3f} reads host-bound while the GPU was idle only {idle:.0f}% of the elapsed time: "
             f"T_Orchestrate ({_us(s.get('orchestration_us'))}) is host time per kernel, not time the device "
             f"waited for")
     hidden, exposed = s.get("hidden_orchestration_us"), s.get("exposed_orchestration_us")
@@ -259,6 +261,13 @@ def _orchestration_hidden(s: dict, hdbi: float, idle: float) -> str:
         return head + "; host work hidden behind device work is not measured"
     return (head + f"; host work ran {_us(hidden)} while the device was busy (hidden) against {_us(exposed)} "
             f"while it was idle (exposed), summed over threads")
+
+
+def _index_name(s: dict) -> str:
+    """'HDBI', or the coverage-bounded index's name where HDBI itself is not measured."""
+    if s.get("hdbi") is not None or s.get("hdbi_coverage") is None:
+        return "HDBI"
+    return f"HDBI over the {100.0 * s['hdbi_coverage']:.0f}% of launch calls it covers"
 
 
 def _us(value) -> str:
@@ -331,9 +340,9 @@ def _stall(summary: dict) -> Advice | None:
 def _dominant(s: dict, warmup: dict | None = None) -> Advice:
     """The largest orchestration component; with warm-up set aside when it dominates (``warmup``)."""
     parts = {key: s.get(key) for key in (FT, CT, FLOOR) if s.get(key) is not None}
-    total = s["orchestration_us"] or 0.0
-    if not parts:
-        return Advice(f"T_Orchestrate components are {NOT_MEASURED}", "see the diagnostics")
+    if s.get("orchestration_us") is None:
+        return _unmeasured_orchestration(s, parts)
+    total = s["orchestration_us"]
     scope = "exposed or not"
     if warmup:  # steady state: what the kernels outside the warm-up calls carry
         parts = {key: value - (warmup.get(key) or 0.0) for key, value in parts.items()}
@@ -344,6 +353,20 @@ def _dominant(s: dict, warmup: dict | None = None) -> Advice:
     label, action = _TARGETS[key]
     return Advice(f"largest orchestration component ({scope}): {label}, {share:.0f}% of T_Orchestrate "
                   f"({parts[key]:,.1f} µs of {total:,.1f} µs)", action)
+
+
+def _unmeasured_orchestration(s: dict, parts: dict) -> Advice:
+    """T_Orchestrate has a missing component: no ranking of its parts (a share of a partial sum would
+    mislead; the launch floor alone says nothing about the layers above it)."""
+    missing = [label.split(" (")[0] for key, (label, _) in _TARGETS.items() if key not in parts]
+    if not parts.get(FT) and not parts.get(CT):
+        return Advice(f"advice on the orchestration layers withheld: {', '.join(missing)} not measured, and the "
+                      "launch floor alone does not say which layer costs most",
+                      "capture with the PyTorch profiler (with_stack) or Nsight with --pytorch=autograd-nvtx so "
+                      "the kernels link to their framework ops")
+    measured = ", ".join(f"{_TARGETS[key][0].split(' (')[0]} {value:,.1f} µs" for key, value in parts.items())
+    return Advice(f"T_Orchestrate not measured ({', '.join(missing)} missing); measured components: {measured}",
+                  "no layer is ranked on a partial sum: see the idle causes above for what the device waited on")
 
 
 def top_idle_cause(s: dict) -> str:

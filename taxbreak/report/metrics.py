@@ -19,7 +19,7 @@ METRIC_KEYS: tuple[str, ...] = (
     "device_active_us", "device_busy_us", "span_us", "device_span_idle_us",
     "framework_us", "framework_python_us", "framework_dispatch_us",
     "library_us", "library_by_name_us", "library_measured_us", "launch_floor_us", "launch_latency_us",
-    "dependency_wait_us", "orchestration_us", "hdbi", "tklqt_sum_us", "floor_us", "floor_source",
+    "dependency_wait_us", "orchestration_us", "hdbi", "hdbi_covered", "hdbi_coverage", "tklqt_sum_us", "floor_us", "floor_source",
     "t_dispatch_base_us", "kernel_diversity", "tokens", "kernels_per_token",
     "orchestration_us_per_token", "framework_us_per_token", "device_active_us_per_token",
     "host_python_us", "host_dispatch_us", "host_library_us", "host_launch_api_us",
@@ -83,7 +83,7 @@ WORSE_DIRECTION: dict[str, int] = {
     "queue_wait_median_us": +1, "queue_wait_p99_us": +1, "queue_wait_union_us": +1, "wall_us": +1,
     "device_idle_us": +1, "host_blocked_us": +1, "host_stall_us": +1,
     **{key: +1 for key in METRIC_KEYS if key.startswith("host_nonlaunching_")},
-    "hdbi": -1, "chain_coverage": -1,
+    "hdbi": -1, "hdbi_covered": -1, "hdbi_coverage": -1, "chain_coverage": -1,
 }
 
 PHASES: tuple[str, ...] = ("prefill", "decode", "mixed", "unknown")

@@ -117,8 +117,14 @@ def test_hdbi_null_exactly_where_a_component_is_unmeasured(analysed):
     a, _ = analysed
     for scope in _scopes(a.summary):
         unmeasured = (scope["framework_us"] is None or scope["library_us"] is None
-                      or scope["kernels"] - scope["orphan_kernels"] == 0)
+                      or scope["framework_python_us"] is None or scope["kernels"] - scope["orphan_kernels"] == 0
+                      or (scope["hdbi_coverage"] or 0) < 1)  # some launch outside any framework op
         assert (scope["hdbi"] is None) == (unmeasured or scope["device_active_us"] == 0 and not scope["orchestration_us"])
+        # orchestration_us only where every component is measured
+        assert (scope["orchestration_us"] is None) == (scope["kernels"] - scope["orphan_kernels"] == 0 or any(
+            scope[k] is None for k in ("framework_us", "framework_python_us", "library_us", "launch_floor_us")))
+        if scope["hdbi"] is not None:
+            assert scope["hdbi_covered"] == scope["hdbi"] and scope["hdbi_coverage"] == 1.0
         assert (scope["hdbi_reason"] is None) == (scope["hdbi"] is not None)
         if scope["t_dispatch_base_us"] is None:
             assert scope["library_us"] is None
