@@ -23,6 +23,7 @@ from .components import build_kernels
 from .floor import resolve_floor
 from .idle import attribute_idle, issued_path, window_pieces
 from .inputs import resolve_input
+from .health import copy_facts, trace_health
 from .link import link
 from .op_chain import op_chain
 from .partition import device_busy, host_partition, stall_meta
@@ -176,6 +177,7 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
     warmup = warmup_summary(find_warmup(views, links), views, kernels)
     # nothing reads the views or the links from here on: ~0.5 GB at 10 M events, let go
     # before the two tables' temporaries (the peak of a cold analyze)
+    graph_launch_calls = int(views.api.kind_is("graph_launch").sum())
     del views, links, marker, busy, path
     release_freed_heap()  # their arrays below the mmap threshold stay resident until trimmed
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="taxbreak-scopes") as pool:
@@ -190,6 +192,10 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
     summary = {"all": all_dict, "phases": phase_dicts, "steps": step_dicts, "meta": meta,
                "warmup": add_shares(warmup, all_dict),
                "diagnostics": diags.as_dict()}
+    meta.update(copy_facts(kernels))
+    meta["graph_launch_calls"] = graph_launch_calls
+    # trace health opens every output, the JSON included
+    summary = {"health": trace_health(summary, kernels, kernels.attrs.get("idle_launch_lag_ns", {})), **summary}
     return Analysis(kernels, steps_df, phases_df, ops, partition, summary, tables, idle, chain.accounts)
 
 

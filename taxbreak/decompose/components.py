@@ -29,6 +29,7 @@ from ..trace.diagnostics import Diagnostics
 from .classify import CLASS_NAMES, EVIDENCE, kernel_class, name_is_framework, name_is_library, op_verdict
 from .dependency import learned_bounds, split_dependency, wait_summary, waited_on
 from .floor import Floor
+from .health import idle_launch_lag_ns
 from .launch_split import previous_end, split_launch
 from .link import NONE, Links
 from .op_chain import Chain
@@ -249,6 +250,7 @@ def _add_dependency_wait(df: pd.DataFrame, views: Views, dev_api: np.ndarray, fl
     names = waited_on(views, lane, launch_start[rows], dev.start_ns[rows] - wait[rows] // 2)
     df.attrs["launch_latency_bound_us"] = {str(d): None if b is None else b / 1e3 for d, b in bounds.items()} or None
     df.attrs["dependency_waits"] = wait_summary(names, wait[rows])
+    df.attrs["idle_launch_lag_ns"] = idle_launch_lag_ns(df, idle_at_launch)
 
 
 def _add_components(df: pd.DataFrame, base: int | None, floor: Floor, is_graph: np.ndarray) -> None:

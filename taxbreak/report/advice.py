@@ -62,7 +62,7 @@ def advise(summary: dict) -> list[Advice]:
     warmup = _warmup(summary.get("warmup"))
     if warmup:
         out.append(warmup)
-    exposed = _exposed_layer(s, summary.get("meta") or {})
+    exposed = _exposed_layer(s, summary.get("meta") or {}, summary.get("health") or [])
     if exposed and warmup:  # idle time is not split by warm-up: say that it is inside
         exposed = Advice(exposed.finding + "; this includes the idle time of the warm-up calls above", exposed.action)
     if exposed:
@@ -282,18 +282,40 @@ def _cause_label(cause: str) -> str:
     return cause.replace("_", " ")
 
 
-def _exposed_layer(s: dict, meta: dict | None = None) -> Advice | None:
-    """The host layer that caused the most device idle time (a dependency wait names its calls)."""
+def _exposed_layer(s: dict, meta: dict | None = None, health: list | None = None) -> Advice | None:
+    """The host layer that caused the most device idle time (a dependency wait names its calls).
+
+    Advice that rests on an attribution a health check doubts is withheld with the reason, and
+    an action the trace shows is already taken (graphs replayed, pinned copies) is not given."""
     causes = {k: v for k, v in (s.get("idle_by_cause_us") or {}).items() if k in CAUSE_TARGETS and v}
     if not causes or not s.get("device_idle_us"):
         return None
     cause = max(causes, key=causes.get)
     share = 100.0 * causes[cause] / s["device_idle_us"]
     target, label = CAUSE_TARGETS[cause]
-    action = _TARGETS[target][1] if target else ACTIONS[cause]
+    action = _already_done(cause, _TARGETS[target][1] if target else ACTIONS[cause], meta or {})
+    doubt = next((h for h in health or [] if cause in h.get("affected_causes", ())), None)
+    if doubt:
+        action = (f"advice withheld: the trace's {doubt['check']} check warns ({doubt['detail']}); "
+                  f"{doubt['affects']}")
     ranked = ", ".join(f"{k} {v:,.0f} µs" for k, v in sorted(causes.items(), key=lambda kv: -kv[1])[:4])
     return Advice(f"the device waited longest on {label}: {causes[cause]:,.1f} µs, {share:.0f}% of its idle "
                   f"time (exposed, by cause: {ranked}){_waited_on(cause, meta or {})}", action)
+
+
+GRAPHS_REPLAYED = ("the trace already replays CUDA graphs ({n:,} graph launches): fuse the kernels inside "
+                   "them or capture more of the step into the graph")
+PINNED_ALREADY = ("the copies already move pinned host memory: keep them off streams that wait on other work "
+                  "and issue them earlier")
+
+
+def _already_done(cause: str, action: str, meta: dict) -> str:
+    """``action`` without what the trace shows is done already."""
+    if "CUDA Graphs" in action and (meta.get("graph_launch_calls") or 0) > 0:
+        return GRAPHS_REPLAYED.format(n=meta["graph_launch_calls"])
+    if cause == "copy_issued" and meta.get("copies") and not meta.get("pageable_copies"):
+        return PINNED_ALREADY
+    return action
 
 
 def _waited_on(cause: str, meta: dict) -> str:

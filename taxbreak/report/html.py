@@ -329,6 +329,17 @@ def diagnostics_section(summary: dict) -> Markup:
     return join([counts, tag("table", head, *rows)])
 
 
+def health_section(summary: dict) -> Markup:
+    """Trace health (decompose/health.py): pass or warn per check, with its numbers and what it affects."""
+    checks = summary.get("health") or []
+    if not checks:
+        return tag("p", "no health checks in this summary", class_="note")
+    head = tag("tr", *[tag("th", c) for c in ("check", "status", "numbers", "affects")])
+    rows = [tag("tr", tag("td", c["check"]), tag("td", c["status"], class_=c["status"]), tag("td", c["detail"]),
+                tag("td", c.get("affects") or "")) for c in checks]
+    return tag("table", head, *rows)
+
+
 def advice_section(summary: dict) -> Markup:
     """The next optimization target (rules in taxbreak/report/advice.py)."""
     from .advice import advise
@@ -346,7 +357,8 @@ def render_html(analysis, manifest: dict | None = None, title: str | None = None
         title: shown in the heading and the page title (e.g. the input path).
     """
     summary = _summary(analysis)
-    body = join([header(analysis, manifest, title), cards(summary.get("all") or {}),
+    body = join([header(analysis, manifest, title), tag("h2", "Trace health"), health_section(summary),
+                 cards(summary.get("all") or {}),
                  tag("h2", "What to do"), advice_section(summary),
                  tag("h2", "Orchestration components vs device-active time, per phase"), phase_section(summary),
                  tag("h2", "Per step"), steps_section(summary),

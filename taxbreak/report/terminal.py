@@ -59,6 +59,7 @@ def render_analysis(analysis, console: Console, top: int = 10) -> None:
     """Print the whole report: phases, shares, floor, host partition, top ops, diagnostics."""
     summary = analysis.summary
     render_header(summary, console)
+    render_health(summary, console)
     render_phases(summary, console)
     render_shares(summary["all"], console)
     render_host_partition(summary["all"], console)
@@ -77,11 +78,27 @@ def render_header(summary: dict, console: Console) -> None:
                   f"T_dispatch_base: {_us_text(s['t_dispatch_base_us'])}  ·  "
                   f"steps: {s['steps']} ({_name(meta['step_scheme'])})  ·  tokens: {fmt(s['tokens'], '{:,}')}")
     if s.get("hdbi") is None and s.get("hdbi_reason"):
-        console.print(f"HDBI: {NA} ({_name(s['hdbi_reason'])})")
+        covered = ("" if s.get("hdbi_covered") is None else
+                   f"; over the {100.0 * s['hdbi_coverage']:.1f}% of launch calls it covers: {s['hdbi_covered']:.3f}")
+        console.print(f"HDBI: {NA} ({_name(s['hdbi_reason'])}){covered}")
     if s.get("kernels", 0) == 0 and s.get("device_active_us") is None:
         console.print(f"[yellow]no CUDA device in trace:[/yellow] device time, ΔCT, ΔKT and HDBI are {NA}, "
                       "not zero. The host partition is measured; on a CPU run the ATen part also "
                       "holds the ops' own compute, since there is no device to hand it to.")
+
+
+def render_health(summary: dict, console: Console) -> None:
+    """Trace health first (decompose/health.py): each check pass or warn, with its numbers and what it affects."""
+    checks = summary.get("health") or []
+    if not checks:
+        return
+    table = Table(title="Trace health", title_justify="left")
+    for col in ("check", "status", "numbers", "affects"):
+        table.add_column(col)
+    for c in checks:
+        status = {"warn": "[yellow]warn[/yellow]", "pass": "pass"}.get(c["status"], c["status"])
+        table.add_row(c["check"], status, _name(c["detail"]), _name(c.get("affects") or ""))
+    console.print(table)
 
 
 def _us_text(value) -> str:

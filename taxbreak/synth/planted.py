@@ -49,6 +49,7 @@ class PlantedLaunch:
     # the gap and lasts memset_dur_ns (0: none); the gap's time on both sides stays T_dispatch
     memset_at_ns: int = 0
     memset_dur_ns: int = 0
+    sync_after_ns: int = 0  # > 0: a cudaStreamSynchronize of this length right after the launch call
 
 
 @dataclass
@@ -193,7 +194,7 @@ def _capture_call(rows: _Rows, spec: PlantedSpec, call: tuple[str, int], t: int,
     return t + dur
 
 
-PARTS = ("python", "dispatch", "library", "launch_api", "other_api", "untraced", "blocked", "host_stall")
+PARTS = ("python", "dispatch", "library", "launch_api", "other_api", "sync", "untraced", "blocked", "host_stall")
 
 
 def _frame(rows: _Rows, spec: PlantedSpec, frame: PlantedFrame, t: int, part: dict | None, tid: int) -> int:
@@ -264,6 +265,12 @@ def _op(rows: _Rows, spec: PlantedSpec, op: PlantedOp, t: int, step: int, phase:
         part["dispatch"] += launch.dispatch_ns
         part["other_api" if launch.copy_bytes else "launch_api"] += launch.launch_dur_ns
         cursor = call_start + launch.launch_dur_ns
+        if launch.sync_after_ns:  # the host blocks right after the launch (a dependency the kernel may wait on)
+            rows.api.append(_api_row(rows, spec, "cuda_runtime", "sync", "cudaStreamSynchronize", cursor,
+                                     launch.sync_after_ns, rows.nid(), ext))
+            rows.segment(cursor, launch.sync_after_ns, "sync")
+            part["sync"] += launch.sync_after_ns
+            cursor += launch.sync_after_ns
     aten_end = cursor + op.tail_ns
     rows.segment(cursor, op.tail_ns, "dispatch")
     rows.segment(aten_end, op.py_tail_ns, "python")
