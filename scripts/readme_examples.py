@@ -68,7 +68,7 @@ def sections(text: str, titles: tuple[str, ...], all_titles: tuple[str, ...]) ->
     return "\n...\n".join(picked)
 
 
-REPORT_TITLES = ("Per phase", "Orchestration components", "Queue wait", "Host thread time", "GPU idle by cause",
+REPORT_TITLES = ("Trace health", "Per phase", "Orchestration components", "Queue wait", "Host thread time", "GPU idle by cause",
                  "Top 10 ATen ops", "Diagnostics", "What to do")
 
 
@@ -76,7 +76,7 @@ def analyze_nsys() -> str:
     from taxbreak.decompose import analyze
 
     text = terminal_report(analyze(NSYS_2GPU))
-    return fenced(sections(text, ("Per phase", "GPU idle by cause", "What to do"), REPORT_TITLES))
+    return fenced(sections(text, ("Trace health", "Per phase", "GPU idle by cause", "What to do"), REPORT_TITLES))
 
 
 def planted_trace(folder: Path) -> Path:

@@ -1,11 +1,14 @@
-"""The verdict of every trace of the real-trace corpus, as a Markdown table.
+"""The verdict and the components of every trace of the real-trace corpus, as Markdown tables.
 
-For each trace under ``../shared/traces`` (or ``TAXBREAK_SHARED_TRACES``): HDBI, the
-four TaxBreak components (ΔFT Python + dispatch, ΔCT, ΔKT = launch floor + exposed
-launch latency), the verdict, the largest idle cause and the first advice, as
-``taxbreak analyze`` computes them now. docs/report.md holds its output between
-``<!-- verdicts -->`` markers; ``--write`` rewrites that block, ``--check`` exits 1
-when it differs, with no option the table goes to stdout.
+For each trace under ``../shared/traces`` (or ``TAXBREAK_SHARED_TRACES``):
+
+* docs/report.md, between ``<!-- verdicts -->`` markers: HDBI, ΔFT, ΔCT, ΔKT (launch floor +
+  exposed launch latency), the verdict, the largest idle cause and the advice on it, with why;
+* docs/method.md, between ``<!-- components -->`` markers: HDBI or its covered part, ΔFT (T_py),
+  ΔCT (by name), N·T_sys, launch latency and dependency waits.
+
+``--write`` rewrites both blocks, ``--check`` exits 1 when either differs; with no option the
+tables go to stdout.
 """
 from __future__ import annotations
 
@@ -17,8 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("TAXBREAK_SHARED_TRACES", ROOT.parent / "shared" / "traces"))
-DOC = ROOT / "docs" / "report.md"
-BLOCK = re.compile(r"(<!-- verdicts -->\n)(.*?)(<!-- /verdicts -->)", re.S)
+DOCS = {"verdicts": ROOT / "docs" / "report.md", "components": ROOT / "docs" / "method.md"}
 SUFFIXES = (".json", ".json.gz", ".sqlite")
 
 
@@ -34,28 +36,60 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def row(path: Path) -> list[str]:
-    from taxbreak.decompose import analyze
+def _name(path: Path) -> str:
+    return path.name if len(path.name) < 40 else path.parent.name + "/…" + path.name[-18:]
+
+
+def _hdbi(s: dict) -> str:
+    if s.get("hdbi") is not None:
+        return f"{s['hdbi']:.3f}"
+    if s.get("hdbi_covered") is not None:
+        return f"n/a ({s['hdbi_covered']:.3f} over {100 * s['hdbi_coverage']:.0f}%)"
+    return "n/a"
+
+
+def verdict_row(path: Path, summary: dict) -> list[str]:
     from taxbreak.report.advice import advise, top_idle_cause
 
-    a = analyze(path)
-    s = a.summary["all"]
+    s = summary["all"]
     kt = None if s.get("launch_floor_us") is None else s["launch_floor_us"] + (s.get("launch_latency_us") or 0.0)
-    advice = advise(a.summary)
-    hdbi = "n/a" if s.get("hdbi") is None else f"{s['hdbi']:.3f}"
-    return [path.name if len(path.name) < 40 else path.parent.name + "/…" + path.name[-18:],
-            hdbi, _us(s.get("framework_us")), _us(s.get("library_us")), _us(kt),
-            _cell(advice[0].finding), _cell(top_idle_cause(s)), _cell(advice[-1].action)]
+    advice = advise(summary)
+    exposed = next((a for a in advice if a.finding.startswith("the device waited longest")), advice[-1])
+    return [_name(path), _hdbi(s), _us(s.get("framework_us")), _us(s.get("library_us")), _us(kt),
+            _cell(advice[0].finding), _cell(top_idle_cause(s)), _cell(exposed.action)]
 
 
-HEADER = ["trace", "HDBI", "ΔFT µs", "ΔCT µs", "ΔKT µs", "verdict", "top idle cause", "advice"]
+def components_row(path: Path, summary: dict) -> list[str]:
+    s = summary["all"]
+    return [_name(path), f"{s['kernels']:,}", _hdbi(s), f"{_us(s.get('framework_us'))} ({_us(s.get('framework_python_us'))})",
+            f"{_us(s.get('library_us'))} ({_us(s.get('library_by_name_us'))})",
+            f"{_us(s.get('launch_floor_us'))} ({s.get('floor_source')})", _us(s.get("launch_latency_us")),
+            _us(s.get("dependency_wait_us"))]
 
 
-def table() -> str:
-    lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+HEADERS = {
+    "verdicts": ["trace", "HDBI", "ΔFT µs", "ΔCT µs", "ΔKT µs", "verdict", "top idle cause", "advice on it"],
+    "components": ["trace", "kernels", "HDBI", "ΔFT µs (T_py)", "ΔCT µs (by name)", "N·T_sys µs (source)",
+                   "launch latency µs", "dependency wait µs"],
+}
+
+
+def tables() -> dict[str, str]:
+    from taxbreak.decompose import analyze
+
+    rows = {"verdicts": [], "components": []}
     for path in corpus():
-        lines.append("| " + " | ".join(row(path)) + " |")
-    return "\n".join(lines) + "\n"
+        summary = analyze(path).summary
+        rows["verdicts"].append(verdict_row(path, summary))
+        rows["components"].append(components_row(path, summary))
+    return {name: "\n".join(["| " + " | ".join(HEADERS[name]) + " |", "|" + "---|" * len(HEADERS[name])]
+                            + ["| " + " | ".join(r) + " |" for r in body]) + "\n" for name, body in rows.items()}
+
+
+def rewritten(name: str, body: str) -> tuple[str, str]:
+    text = DOCS[name].read_text()
+    block = re.compile(rf"(<!-- {name} -->\n)(.*?)(<!-- /{name} -->)", re.S)
+    return text, block.sub(lambda m: m.group(1) + body + m.group(3), text)
 
 
 def main() -> int:
@@ -66,16 +100,18 @@ def main() -> int:
     if not SHARED.is_dir():
         print(f"corpus not found at {SHARED}", file=sys.stderr)
         return 1
-    body = table()
+    bodies = tables()
     if not (args.write or args.check):
-        sys.stdout.write(body)
+        sys.stdout.write("\n".join(bodies.values()))
         return 0
-    text = DOC.read_text()
-    new = BLOCK.sub(lambda m: m.group(1) + body + m.group(3), text)
-    if args.check:
-        return 0 if new == text else 1
-    DOC.write_text(new)
-    return 0
+    differ = []
+    for name, body in bodies.items():
+        old, new = rewritten(name, body)
+        if new != old:
+            differ.append(name)
+            if args.write:
+                DOCS[name].write_text(new)
+    return 1 if args.check and differ else 0
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ ORCH_US = 2 * (2.0 + 1.0 + 4.71)
 
 def _op(kernel_ns: int) -> PlantedOp:
     return PlantedOp("torch.nn.functional.linear", "aten::linear", 2000,
-                     [PlantedLaunch("gemv_kernel", 1000, 0, 3000, 5000, kernel_ns, False)])
+                     [PlantedLaunch("triton_poi_fused_linear_0", 1000, 0, 3000, 5000, kernel_ns, False)])
 
 
 def prefill_kernel_us(batch: int, seq_len: int) -> float:
