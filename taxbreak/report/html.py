@@ -100,6 +100,10 @@ def cards(s: dict) -> Markup:
              ("kernels / token", "kernels_per_token", ""), ("GPU idle (Σ devices)", "device_idle_us", " µs"),
              ("queue wait (union)", "queue_wait_union_us", " µs")]
     out = []
+    if s.get("hdbi") is None and s.get("hdbi_covered") is not None:  # the index over the launches it covers
+        items.insert(1, (f"HDBI over {100.0 * s['hdbi_coverage']:.0f}% of launch calls", "hdbi_covered", ""))
+    if s.get("library_by_name_us"):
+        items.insert(2, ("ΔCT estimated from kernel names", "library_by_name_us", " µs"))
     for label, key, unit in items:
         value = s.get(key)
         text = fmt_value(value, key) + (unit if number(value) is not None else "")

@@ -140,6 +140,9 @@ def render_shares(s: dict, console: Console) -> None:
         table.add_row(label, fmt(value), fmt(share, "{:.1f}%"))
     table.add_row("ΔKT launch latency, exposed (not in T_orch)", fmt(s["launch_latency_us"]), "")
     table.add_row("CUDA library, measured ranges", fmt(s["library_measured_us"]), "")
+    table.add_row("  of ΔCT: estimate (library flag from kernel names alone)", fmt(s.get("library_by_name_us")), "")
+    table.add_row("launch waits on a dependency, beyond the learned bound (not in T_orch)",
+                  fmt(s.get("dependency_wait_us")), "")
     console.print(table)
     render_queue(s, console)
 
