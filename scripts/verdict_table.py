@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's package, whatever an editable install points at
 SHARED = Path(os.environ.get("TAXBREAK_SHARED_TRACES", ROOT.parent / "shared" / "traces"))
 DOCS = {"verdicts": ROOT / "docs" / "report.md", "components": ROOT / "docs" / "method.md"}
 SUFFIXES = (".json", ".json.gz", ".sqlite")
@@ -54,9 +55,10 @@ def verdict_row(path: Path, summary: dict) -> list[str]:
     s = summary["all"]
     kt = None if s.get("launch_floor_us") is None else s["launch_floor_us"] + (s.get("launch_latency_us") or 0.0)
     advice = advise(summary)
-    exposed = next((a for a in advice if a.finding.startswith("the device waited longest")), advice[-1])
+    exposed = next((a for a in advice if a.cause), None)
+    said = f"on {exposed.cause}: {exposed.action}" if exposed else f"(no idle cause ranked) {advice[-1].action}"
     return [_name(path), _hdbi(s), _us(s.get("framework_us")), _us(s.get("library_us")), _us(kt),
-            _cell(advice[0].finding), _cell(top_idle_cause(s)), _cell(exposed.action)]
+            _cell(advice[0].finding), _cell(top_idle_cause(s)), _cell(said)]
 
 
 def components_row(path: Path, summary: dict) -> list[str]:
@@ -68,7 +70,7 @@ def components_row(path: Path, summary: dict) -> list[str]:
 
 
 HEADERS = {
-    "verdicts": ["trace", "HDBI", "ΔFT µs", "ΔCT µs", "ΔKT µs", "verdict", "top idle cause", "advice on it"],
+    "verdicts": ["trace", "HDBI", "ΔFT µs", "ΔCT µs", "ΔKT µs", "verdict", "largest idle cause", "advice"],
     "components": ["trace", "kernels", "HDBI", "ΔFT µs (T_py)", "ΔCT µs (by name)", "N·T_sys µs (source)",
                    "launch latency µs", "dependency wait µs"],
 }

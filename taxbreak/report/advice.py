@@ -35,6 +35,7 @@ class Advice:
 
     finding: str
     action: str
+    cause: str | None = None  # the idle cause the finding is about, where it is about one
 
 
 def advise(summary: dict) -> list[Advice]:
@@ -293,6 +294,9 @@ def _exposed_layer(s: dict, meta: dict | None = None, health: list | None = None
     cause = max(causes, key=causes.get)
     share = 100.0 * causes[cause] / s["device_idle_us"]
     target, label = CAUSE_TARGETS[cause]
+    if share < MIN_EXPOSED_PCT:  # no host-side layer is worth working on: say so instead of ranking
+        return Advice(f"no host-side cause holds a material share of the device's idle time (the largest, "
+                      f"{label}, is {share:.1f}%)", NO_MATERIAL_CAUSE, cause)
     action = _already_done(cause, _TARGETS[target][1] if target else ACTIONS[cause], meta or {})
     doubt = next((h for h in health or [] if cause in h.get("affected_causes", ())), None)
     if doubt:
@@ -300,9 +304,12 @@ def _exposed_layer(s: dict, meta: dict | None = None, health: list | None = None
                   f"{doubt['affects']}")
     ranked = ", ".join(f"{k} {v:,.0f} µs" for k, v in sorted(causes.items(), key=lambda kv: -kv[1])[:4])
     return Advice(f"the device waited longest on {label}: {causes[cause]:,.1f} µs, {share:.0f}% of its idle "
-                  f"time (exposed, by cause: {ranked}){_waited_on(cause, meta or {})}", action)
+                  f"time (exposed, by cause: {ranked}){_waited_on(cause, meta or {})}", action, cause)
 
 
+MIN_EXPOSED_PCT = 10.0  # below this share of idle time a host layer is not named as the target
+NO_MATERIAL_CAUSE = ("the idle time is not host-caused (see the causes: nothing pending, unlinked work): shorten "
+                     "the profiled window to the workload, or give the device more work per step")
 GRAPHS_REPLAYED = ("the trace already replays CUDA graphs ({n:,} graph launches): fuse the kernels inside "
                    "them or capture more of the step into the graph")
 PINNED_ALREADY = ("the copies already move pinned host memory: keep them off streams that wait on other work "

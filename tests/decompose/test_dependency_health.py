@@ -92,3 +92,11 @@ def test_advice_never_asks_for_what_the_trace_already_does():
     assert "pinned host memory" not in exposed.action.replace("already move pinned host memory", "")
     pageable = advise(_summary({"copies": 4, "pageable_copies": 2}, {"copy_issued": 300.0, "python": 10.0}))
     assert "use pinned host memory" in next(x for x in pageable if "waited longest" in x.finding).action
+
+
+def test_no_host_layer_is_named_for_a_negligible_share_of_the_idle_time():
+    advice = advise(_summary({}, {"nothing_pending": 9_700.0, "python": 300.0}))
+    finding = next(x for x in advice if x.cause == "python")
+    assert finding.finding == ("no host-side cause holds a material share of the device's idle time (the largest, "
+                               "Python between ops, is 3.0%)")
+    assert "torch.compile" not in finding.action
