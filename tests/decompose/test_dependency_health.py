@@ -100,3 +100,18 @@ def test_no_host_layer_is_named_for_a_negligible_share_of_the_idle_time():
     assert finding.finding == ("no host-side cause holds a material share of the device's idle time (the largest, "
                                "Python between ops, is 3.0%)")
     assert "torch.compile" not in finding.action
+
+
+def test_hdbi_is_withheld_where_some_launches_lie_outside_any_framework_op():
+    # three aten ops and one launch from a plain record_function range (an Nsight export's unlinked kernels)
+    ops = [_op(20_000) for _ in range(3)] + [PlantedOp("fwd", "my_scope", 2_000, [PlantedLaunch(
+        FILL, 30_000, 0, 3_000, 20_000, 1_000, False)])]
+    a = analyze(build(PlantedSpec([PlantedStep("decode", ops)])).tables, floor_us=FLOOR_NS / 1e3)
+    s = a.summary["all"]
+    assert s["hdbi"] is None and s["hdbi_reason"].startswith("ΔFT not measured for 1 of 4 launch calls")
+    assert s["hdbi_coverage"] == 0.75
+    k = a.kernels[a.kernels["op_name"].notna()]
+    active = int(k["dur_ns"].sum())
+    orch = int((k["ft_ns"] + k["ct_ns"] + k["kt_floor_ns"] + k["kt_graph_ns"]).sum())
+    assert s["hdbi_covered"] == round(active / (active + orch), 6)
+    assert next(c for c in a.summary["health"] if c["check"] == "coverage")["status"] == "warn"
