@@ -65,7 +65,8 @@ def advise(summary: dict) -> list[Advice]:
         out.append(warmup)
     exposed = _exposed_layer(s, summary.get("meta") or {}, summary.get("health") or [])
     if exposed and warmup:  # idle time is not split by warm-up: say that it is inside
-        exposed = Advice(exposed.finding + "; this includes the idle time of the warm-up calls above", exposed.action)
+        exposed = Advice(exposed.finding + "; this includes the idle time of the warm-up calls above", exposed.action,
+                         exposed.cause)
     if exposed:
         out.append(exposed)
     stall = _stall(summary)
@@ -328,6 +329,10 @@ def _already_done(cause: str, action: str, meta: dict) -> str:
 def _waited_on(cause: str, meta: dict) -> str:
     """'; waited on: call µs (n kernels), …' for the dependency-wait cause (meta ``dependency_waits``)."""
     waits = meta.get("dependency_waits") or []
+    bounds = meta.get("launch_latency_bound_us") or {}
+    if cause == "launch_latency" and bounds and all(b is None for b in bounds.values()):
+        return ("; no launch-latency bound could be learned from this trace (fewer than 20 launches onto an idle "
+                "device), so part of it may be a wait on a dependency")
     if cause != "dependency_wait" or not waits:
         return ""
     bounds = meta.get("launch_latency_bound_us") or {}
