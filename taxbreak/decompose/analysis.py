@@ -27,6 +27,7 @@ from .health import copy_facts, trace_health
 from .link import link
 from .op_chain import op_chain
 from .partition import device_busy, host_partition, stall_meta
+from .py_stalls import take_stalls_out_of_t_py
 from .reprs import analysis_repr, analysis_repr_html
 from .scopes import build_ops, phase_table, scope_inputs, step_table
 from .warmup import add_shares, find_warmup, warmup_summary
@@ -152,11 +153,12 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
         kernels = build_kernels(views, links, floor, diags, chain)
         _assign_steps(kernels, steps)
         path = issued_path(kernels)
-        # the op table is the last reader of the host views: it runs beside the idle attribution
-        ops_job = pool.submit(build_ops, views, kernels, links.roots)
-        # the idle pieces before a launch read the partition's labelled segments
+        # the idle pieces before a launch and the stalls inside T_py read the partition's labelled segments
         partition, lanes, stalls = partition_job.result()
         del partition_job  # the future would keep the segments alive to the end
+        take_stalls_out_of_t_py(kernels, views, links, lanes)
+        # the op table is the last reader of the host views: it runs beside the idle attribution
+        ops_job = pool.submit(build_ops, views, kernels, links.roots)
         idle = attribute_idle(views, links.dev_api, lanes, steps, window, path)
         del lanes
         ops = ops_job.result()

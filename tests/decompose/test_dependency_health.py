@@ -115,3 +115,15 @@ def test_hdbi_is_withheld_where_some_launches_lie_outside_any_framework_op():
     orch = int((k["ft_ns"] + k["ct_ns"] + k["kt_floor_ns"] + k["kt_graph_ns"]).sum())
     assert s["hdbi_covered"] == round(active / (active + orch), 6)
     assert next(c for c in a.summary["health"] if c["check"] == "coverage")["status"] == "warn"
+
+
+def test_a_stall_inside_t_py_is_not_per_op_python():
+    # the ATen op runs inside 215 ms of Hugging Face video preprocessing: T_py is that frame's time
+    stalled = PlantedOp("transformers/image_transforms.py(376): normalize", "aten::fill_", 215_000_000,
+                        [PlantedLaunch(FILL, 30_000, 0, 3_000, 20_000, 1_000, False)])
+    ops = [_op(20_000), stalled, _op(20_000)]
+    a = analyze(build(PlantedSpec([PlantedStep("decode", ops)])).tables, floor_us=FLOOR_NS / 1e3)
+    k = a.kernels.sort_values("start_ns").reset_index(drop=True)
+    assert k["t_py_stall_ns"].tolist() == [0, 215_000_000, 0]
+    assert k["t_py_ns"].tolist() == [2_000, 0, 2_000] and k["ft_python_ns"].tolist() == [2_000, 0, 2_000]
+    assert a.summary["all"]["framework_python_us"] == 4.0
