@@ -67,6 +67,11 @@ def advise(summary: dict) -> list[Advice]:
     if exposed and warmup:  # idle time is not split by warm-up: say that it is inside
         exposed = Advice(exposed.finding + "; this includes the idle time of the warm-up calls above", exposed.action,
                          exposed.cause)
+    if exposed and exposed.cause and (_idle_share(s) or 100.0) < DEVICE_BOUND_IDLE_PCT:
+        # device-bound: the host layer is still named, with how little there is to win
+        exposed = Advice(exposed.finding, f"only worth it after the kernels (the device is busy; removing all of "
+                         f"this idle time saves at most {s['device_idle_us']:,.1f} µs summed over devices): "
+                         + exposed.action, exposed.cause)
     if exposed:
         out.append(exposed)
     stall = _stall(summary)

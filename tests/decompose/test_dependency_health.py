@@ -127,3 +127,11 @@ def test_a_stall_inside_t_py_is_not_per_op_python():
     assert k["t_py_stall_ns"].tolist() == [0, 215_000_000, 0]
     assert k["t_py_ns"].tolist() == [2_000, 0, 2_000] and k["ft_python_ns"].tolist() == [2_000, 0, 2_000]
     assert a.summary["all"]["framework_python_us"] == 4.0
+
+
+def test_on_a_device_bound_trace_the_host_layer_comes_with_how_little_there_is_to_win():
+    advice = advise(_summary({}, {"python": 100.0, "nothing_pending": 20.0}))  # idle 12% of the elapsed time
+    assert advice[0].finding.startswith("device-bound")
+    exposed = next(x for x in advice if x.cause == "python")
+    assert exposed.action.startswith("only worth it after the kernels (the device is busy; removing all of this "
+                                     "idle time saves at most 120.0 µs summed over devices): reduce per-op")
