@@ -12,6 +12,7 @@ latency, and queueing behind device work is healthy on a device-bound trace.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from .words import NOT_MEASURED
@@ -304,6 +305,8 @@ def _exposed_layer(s: dict, meta: dict | None = None, health: list | None = None
         return Advice(f"no host-side cause holds a material share of the device's idle time (the largest, "
                       f"{label}, is {share:.1f}%)", NO_MATERIAL_CAUSE, cause)
     action = _already_done(cause, _TARGETS[target][1] if target else ACTIONS[cause], meta or {})
+    if cause == "host_stall":
+        action = stall_action(meta or {})
     doubt = next((h for h in health or [] if cause in h.get("affected_causes", ())), None)
     if doubt:
         action = (f"advice withheld: the trace's {doubt['check']} check warns ({doubt['detail']}); "
@@ -373,7 +376,23 @@ def _stall(summary: dict) -> Advice | None:
     total = sum(f["us"] for f in frames)
     named = ", ".join(f"{f['frame']} {f['us']:,.0f} µs ({f['stalls']}×)" for f in frames[:3])
     return Advice(f"host stalls held the threads for {total:,.1f} µs (top frames: {named}); they are not "
-                  "per-op framework overhead", ACTIONS["host_stall"])
+                  "per-op framework overhead", stall_action(summary.get("meta") or {}))
+
+
+INIT_FRAME = re.compile(r"(?i)mpi_init|cuinit|cudainit|init_process_group|__init__|_initialize|import|load_state|"
+                        r"from_pretrained|cuda_init|lazy_init")
+INIT_STALL_ACTION = ("the largest stall is one-time initialisation ({frame}): leave it out of the profiled window "
+                     "(start the profiler after set-up, or with a schedule that skips the first steps)")
+
+
+def stall_action(meta: dict) -> str:
+    """The stall action for the frame that held the most stall time: initialisation is left out of the
+    window; data loading and preprocessing are taken off the critical path."""
+    frames = sorted(meta.get("host_stall_frames") or [], key=lambda f: -f["us"])
+    named = [f for f in frames if f["frame"] != "(untraced)"]
+    if named and INIT_FRAME.search(named[0]["frame"]):
+        return INIT_STALL_ACTION.format(frame=named[0]["frame"])
+    return ACTIONS["host_stall"]
 
 
 def _dominant(s: dict, warmup: dict | None = None) -> Advice:

@@ -135,3 +135,14 @@ def test_on_a_device_bound_trace_the_host_layer_comes_with_how_little_there_is_t
     exposed = next(x for x in advice if x.cause == "python")
     assert exposed.action.startswith("only worth it after the kernels (the device is busy; removing all of this "
                                      "idle time saves at most 120.0 µs summed over devices): reduce per-op")
+
+
+def test_an_initialisation_stall_is_left_out_of_the_window_not_given_more_loader_workers():
+    meta = {"host_stall_frames": [{"frame": "(untraced)", "stalls": 6, "us": 986_285.0, "idle_us": 0.0},
+                                  {"frame": "MPI_Init", "stalls": 2, "us": 326_858.0, "idle_us": 0.0}]}
+    exposed = next(x for x in advise(_summary(meta, {"host_stall": 900.0, "python": 10.0})) if x.cause)
+    assert exposed.action.startswith("the largest stall is one-time initialisation (MPI_Init): leave it out")
+    loader = {"host_stall_frames": [{"frame": "torch/utils/data/dataloader.py(631): __next__", "stalls": 3,
+                                     "us": 6_660_000.0, "idle_us": 0.0}]}
+    exposed = next(x for x in advise(_summary(loader, {"host_stall": 900.0, "python": 10.0})) if x.cause)
+    assert "more DataLoader workers" in exposed.action
