@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .idle import cut_by_steps
-from .intervals import running_end
+from .intervals import merged_by_group
 from .steps import Steps
 from .views import Device
 
@@ -49,19 +49,3 @@ def busy_pieces(dev: Device, devices: tuple, steps: Steps) -> BusyPieces:
     src, piece_start, piece_end, step = cut_by_steps(m_start, m_end, steps)
     m_cell = m_cell[src]
     return BusyPieces(m_cell // len(BUSY_KINDS), m_cell % len(BUSY_KINDS), step, piece_end - piece_start)
-
-
-def merged_by_group(group: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Disjoint merged ``(group, start, end)`` intervals per group (``group < 0`` ignored)."""
-    keep = np.flatnonzero(group >= 0)
-    g, s, e = group[keep], np.asarray(start_ns, np.int64)[keep], np.asarray(end_ns, np.int64)[keep]
-    if len(s) == 0:
-        return (np.zeros(0, np.int64),) * 3
-    order = np.lexsort((s, g))
-    g, s, e = g[order], s[order], e[order]
-    run_end = running_end(g, s, e)
-    new = np.ones(len(s), dtype=bool)
-    new[1:] = (g[1:] != g[:-1]) | (s[1:] > run_end[:-1])  # a group's first row opens a new interval
-    first = np.flatnonzero(new)
-    last = np.append(first[1:] - 1, len(s) - 1)
-    return g[first], s[first], run_end[last]

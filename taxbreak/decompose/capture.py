@@ -53,9 +53,9 @@ class Capture:
 def find_capture(views: Views, api_has_device: np.ndarray) -> Capture:
     """The :class:`Capture` of a trace (module docstring)."""
     api, host = views.api, views.host
-    is_begin, is_end, is_inst = (_api_named(views, rx) for rx in (BEGIN, END, INSTANTIATE))
+    is_begin, is_end, is_inst = (views.api.named(rx) for rx in (BEGIN, END, INSTANTIATE))
     w_lane, w_start, w_end = _stream_windows(views, is_begin, is_end)
-    ann = np.flatnonzero(host.kind_is("annotation") & _names_match(host.name_cats, ANNOTATION)[host.name_codes]) \
+    ann = np.flatnonzero(host.kind_is("annotation") & host.named(ANNOTATION)) \
         if len(host.name_codes) else np.zeros(0, np.int64)
     lane = np.concatenate([w_lane, host.lane[ann]])
     start = np.concatenate([w_start, host.start_ns[ann]])
@@ -66,18 +66,6 @@ def find_capture(views: Views, api_has_device: np.ndarray) -> Capture:
     if len(start) and candidate.any():
         captured[candidate] = _inside(pid, start, end, api.pid[candidate], api.start_ns[candidate])
     return Capture(captured, int(len(start)), int(is_inst.sum()))
-
-
-def _names_match(cats: np.ndarray, rx: re.Pattern) -> np.ndarray:
-    """Per distinct name: does it match ``rx`` (decided once per name, spread by codes)."""
-    return np.fromiter((rx.match(str(name)) is not None for name in cats), dtype=bool, count=len(cats))
-
-
-def _api_named(views: Views, rx: re.Pattern) -> np.ndarray:
-    api = views.api
-    if len(api.name_codes) == 0:
-        return np.zeros(0, dtype=bool)
-    return _names_match(api.name_cats, rx)[api.name_codes]
 
 
 def _stream_windows(views: Views, is_begin: np.ndarray, is_end: np.ndarray) -> tuple[np.ndarray, ...]:

@@ -202,17 +202,18 @@ def build_kernels(views: Views, links: Links, floor: Floor, diags: Diagnostics, 
     # ΔCT that rests on the kernel name alone is an estimate: summed apart (library_by_name_us)
     by_name = pd.Series(evidence == EVIDENCE.index("name"), index=df.index)
     df["ct_by_name_ns"] = df["ct_ns"].where(by_name | df["ct_ns"].isna(), 0)
-    _add_launch_split(df, dev, floor, diags)
-    _add_dependency_wait(df, views, a, floor)
+    # the end of each activity's device's earlier work: read by the launch split and the dependency wait
+    device_prev = previous_end(np.asarray(dev.device, np.int64), dev.start_ns, dev.end_ns)
+    _add_launch_split(df, dev, floor, diags, device_prev)
+    _add_dependency_wait(df, views, a, floor, device_prev)
     return df
 
 
-def _add_launch_split(df: pd.DataFrame, dev, floor: Floor, diags: Diagnostics) -> None:
+def _add_launch_split(df: pd.DataFrame, dev, floor: Floor, diags: Diagnostics, device_prev: np.ndarray) -> None:
     """Per-kernel ``t_floor_ns``, ``queue_wait_ns``, ``launch_latency_ns`` (they sum to T_launch)."""
     linked = ((df["kind"] == "kernel") & df["launch_start_ns"].notna()).to_numpy(bool)
     carrier = linked & df["first_of_launch"].to_numpy(bool)
     launch_start = df["launch_start_ns"].to_numpy(np.int64, na_value=0)
-    device_prev = previous_end(np.asarray(dev.device, np.int64), dev.start_ns, dev.end_ns)
     split = split_launch(dev.start_ns, launch_start, linked, carrier, device_prev, floor.floor_ns)
     valid = split.queue_wait_ns >= 0
     df["t_floor_ns"] = _na(split.t_floor_ns, valid)
@@ -225,7 +226,8 @@ def _add_launch_split(df: pd.DataFrame, dev, floor: Floor, diags: Diagnostics) -
                   "T_launch shorter than T_sys: the split's floor part is T_launch itself")
 
 
-def _add_dependency_wait(df: pd.DataFrame, views: Views, dev_api: np.ndarray, floor: Floor) -> None:
+def _add_dependency_wait(df: pd.DataFrame, views: Views, dev_api: np.ndarray, floor: Floor,
+                         device_prev: np.ndarray) -> None:
     """Move launch latency beyond the trace's learned bound into ``dependency_wait_ns`` (dependency.py);
     the bounds and the calls waited on go to ``df.attrs``."""
     dev = views.device
@@ -234,7 +236,7 @@ def _add_dependency_wait(df: pd.DataFrame, views: Views, dev_api: np.ndarray, fl
     t_launch = df["t_launch_ns"].to_numpy(np.int64, na_value=0)
     carrier = ((df["kind"] == "kernel") & df["first_of_launch"] & df["launch_start_ns"].notna()).to_numpy(bool)
     device = np.asarray(dev.device, np.int64)
-    idle_at_launch = previous_end(device, dev.start_ns, dev.end_ns) <= launch_start
+    idle_at_launch = device_prev <= launch_start
     sample = carrier & idle_at_launch & (t_launch >= 0) & df["launch_latency_ns"].notna().to_numpy(bool)
     bounds = learned_bounds(device, t_launch, sample, floor.floor_ns) if floor.floor_ns is not None else {}
     known = {d: b for d, b in bounds.items() if b is not None}

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from .intervals import innermost_enclosing
+from .partition import blocking_calls
 from .views import Views
 
 MIN_SAMPLE = 20
@@ -71,22 +72,16 @@ def waited_on(views: Views, lane: np.ndarray, launch_start_ns: np.ndarray, wait_
     names = np.full(len(lane), NONE_VISIBLE, dtype=object)
     if len(lane) == 0 or len(api.start_ns) == 0:
         return names
-    api_names = api.name_cats[api.name_codes]
-    blocking = api.kind_is("sync") | (api.kind_is("memcpy") & ~_contains(api_names, "async"))
-    cand = np.flatnonzero(blocking)
+    cand = np.flatnonzero(blocking_calls(api))
     hit = innermost_enclosing(api.lane[cand], api.start_ns[cand], api.end_ns[cand], lane, wait_mid_ns)
-    names[hit >= 0] = api_names[cand[hit[hit >= 0]]]
+    names[hit >= 0] = api.names(cand[hit[hit >= 0]])
     todo = np.flatnonzero(hit < 0)
-    waits = np.flatnonzero(np.array([bool(WAIT_CALL.search(str(n))) for n in api.name_cats], bool)[api.name_codes])
+    waits = np.flatnonzero(api.named(WAIT_CALL))
     if len(todo) and len(waits):
         last = _last_before(api.lane[waits], api.start_ns[waits], lane[todo], launch_start_ns[todo])
         found = last >= 0
-        names[todo[found]] = api_names[waits[last[found]]]
+        names[todo[found]] = api.names(waits[last[found]])
     return names
-
-
-def _contains(values: np.ndarray, text: str) -> np.ndarray:
-    return np.char.find(np.char.lower(values.astype(str)), text) >= 0
 
 
 def _last_before(c_lane: np.ndarray, c_start: np.ndarray, q_lane: np.ndarray, q_time: np.ndarray) -> np.ndarray:

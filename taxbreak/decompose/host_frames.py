@@ -12,6 +12,8 @@ import re
 
 import numpy as np
 
+from .views import name_flags
+
 # A frame that blocks the thread until something else happens: lock and condition waits,
 # joins, sleeps, queue gets, select/poll, socket and pipe reads.
 BLOCKING_FRAME = re.compile(
@@ -32,11 +34,6 @@ STALL_FRAME = re.compile(
     r"|(?:^|/)dataloader\.py\(\d+\): (?:__next__|_next_data|_get_data|_try_get_data)$|torch/utils/data/_utils/"
     r"|image_processing|image_transforms|video_processing|feature_extraction|tokeniz"
     r"|(?:^|/)PIL/|\bPIL\.|\bcv2\b|scipy/ndimage|scipy\.ndimage")
-
-
-def name_flags(names: np.ndarray, pattern: re.Pattern) -> np.ndarray:
-    """``pattern`` searched in each distinct name (an object array): one bool per name."""
-    return np.fromiter((pattern.search(str(name)) is not None for name in names), dtype=bool, count=len(names))
 
 
 def frame_flags(name_codes: np.ndarray, name_cats: np.ndarray, is_op: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -193,3 +193,19 @@ def running_end(g: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray:
     # shifted times would overflow int64 (a span of days times thousands of groups): one pass per group
     bounds = np.flatnonzero(np.concatenate([[True], g[1:] != g[:-1], [True]]))
     return np.concatenate([np.maximum.accumulate(e[a:b]) for a, b in zip(bounds[:-1], bounds[1:])])
+
+
+def merged_by_group(group: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Disjoint merged ``(group, start, end)`` intervals per group (``group < 0`` ignored)."""
+    keep = np.flatnonzero(group >= 0)
+    g, s, e = group[keep], np.asarray(start_ns, np.int64)[keep], np.asarray(end_ns, np.int64)[keep]
+    if len(s) == 0:
+        return (np.zeros(0, np.int64),) * 3
+    order = np.lexsort((s, g))
+    g, s, e = g[order], s[order], e[order]
+    run_end = running_end(g, s, e)
+    new = np.ones(len(s), dtype=bool)
+    new[1:] = (g[1:] != g[:-1]) | (s[1:] > run_end[:-1])  # a group's first row opens a new interval
+    first = np.flatnonzero(new)
+    last = np.append(first[1:] - 1, len(s) - 1)
+    return g[first], s[first], run_end[last]

@@ -24,6 +24,7 @@ the idle attribution.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,15 +44,19 @@ COLUMNS = {"python": "host_python_ns", "dispatch": "host_dispatch_ns", "library"
            "untraced": "host_untraced_ns", "blocked": "host_blocked_ns", "host_stall": "host_stall_ns"}
 
 
+ASYNC = re.compile("Async")
+
+
+def blocking_calls(api) -> np.ndarray:
+    """Per API call: a synchronize call or a blocking copy (a memcpy call without "Async" in its name)."""
+    return api.kind_is("sync") | (api.kind_is("memcpy") & ~api.named(ASYNC))
+
+
 def _api_intervals(views: Views) -> tuple[np.ndarray, np.ndarray]:
     """(label index, lane) of every API call."""
     api = views.api
-    # a memcpy call without "Async" blocks the host (classified once per distinct name)
-    async_name = np.array(["Async" in n for n in api.name_cats], dtype=bool)
-    is_async = async_name[api.name_codes] if len(api.name_codes) else np.zeros(0, dtype=bool)
-    blocking_copy = api.kind_is("memcpy") & ~is_async
     cat = np.select(
-        [api.kind_is(*LAUNCH_API_KINDS), api.kind_is("sync") | blocking_copy, api.kind_is("library")],
+        [api.kind_is(*LAUNCH_API_KINDS), blocking_calls(api), api.kind_is("library")],
         [LABELS.index("launch_api"), LABELS.index("sync"), LABELS.index("library")],
         LABELS.index("other_api"))
     return cat.astype(np.int8), api.lane

@@ -19,7 +19,7 @@ import pandas as pd
 from .busy import BUSY_KIND_KEYS, BUSY_KINDS, BusyPieces
 from .floor import Floor
 from .idle import CAUSES as IDLE_CAUSES
-from .intervals import running_end
+from .intervals import merged_by_group
 from .partition import COLUMNS
 
 HOST_KEYS = {col: col.replace("_ns", "_us") for col in [*COLUMNS.values(), "host_thread_ns"]}
@@ -315,27 +315,16 @@ def _busy_and_span(k: KernelArrays, k_g: np.ndarray, n: int) -> tuple[np.ndarray
 def union_and_span(group: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Measure of the union of the intervals and first-start→last-end span, per group (``group < 0`` ignored).
 
-    Rows sorted by (group, start); each group's times are shifted past every
-    earlier group's, so one running maximum over all rows is the per-group
-    running end and a group's first row always opens a new merged interval.
+    From the group's merged intervals (:func:`intervals.merged_by_group`).
     """
-    keep = np.flatnonzero(group >= 0)
-    s = start_ns[keep]
-    e = end_ns[keep]
-    g = group[keep]
+    g, s, e = merged_by_group(group, start_ns, end_ns)  # disjoint, in (group, start) order
     span = np.zeros(n, np.int64)
     if len(s) == 0:
         return np.zeros(n, np.int64), span
-    order = np.lexsort((s, g))
-    g, s, e = g[order], s[order], e[order]
-    run_end = running_end(g, s, e)
-    new = np.ones(len(s), dtype=bool)
-    new[1:] = (g[1:] != g[:-1]) | (s[1:] > run_end[:-1])
-    first = np.flatnonzero(new)
-    last = np.append(first[1:] - 1, len(s) - 1)
-    busy = _group_sum(g[first], run_end[last] - s[first], n)
-    g_first = np.flatnonzero(np.concatenate([[True], g[1:] != g[:-1]]))
-    span[g[g_first]] = np.maximum.reduceat(e, g_first) - s[g_first]
+    busy = _group_sum(g, e - s, n)
+    first = np.flatnonzero(np.concatenate([[True], g[1:] != g[:-1]]))
+    last = np.append(first[1:] - 1, len(g) - 1)
+    span[g[first]] = e[last] - s[first]  # a group's merged intervals are in order: its last ends last
     return busy, span
 
 

@@ -65,11 +65,28 @@ def _strs(table: pa.Table, column: str) -> np.ndarray:
     return cats[codes] if len(codes) else np.zeros(0, dtype=object)
 
 
+def name_flags(names: np.ndarray, pattern: re.Pattern) -> np.ndarray:
+    """``pattern`` searched in each distinct name (an object array): one bool per name."""
+    return np.fromiter((pattern.search(str(name)) is not None for name in names), dtype=bool, count=len(names))
+
+
 class _KindLookup:
-    """``kind_is`` for views that carry the dictionary codes of ``kind``."""
+    """``kind_is`` and ``named`` for views that carry the dictionary codes of ``kind`` and ``name``."""
 
     kind_codes: np.ndarray
     kind_cats: np.ndarray
+    name_codes: np.ndarray
+    name_cats: np.ndarray
+
+    def named(self, pattern: re.Pattern) -> np.ndarray:
+        """``pattern`` found in the row's name, decided once per distinct name and spread by codes."""
+        if len(self.name_codes) == 0:
+            return np.zeros(0, dtype=bool)
+        return name_flags(self.name_cats, pattern)[self.name_codes]
+
+    def names(self, rows: np.ndarray) -> np.ndarray:
+        """The names of ``rows`` (object array)."""
+        return self.name_cats[self.name_codes[rows]] if len(rows) else np.zeros(0, dtype=object)
 
     def kind_is(self, *kinds: str) -> np.ndarray:
         """``kind in kinds`` per row, decided once per distinct kind and spread by codes."""
@@ -96,10 +113,6 @@ class Host(_KindLookup):
     name_cats: np.ndarray
     kind_codes: np.ndarray  # kind = kind_cats[kind_codes]
     kind_cats: np.ndarray
-
-    def names(self, rows: np.ndarray) -> np.ndarray:
-        """The names of ``rows`` (object array)."""
-        return self.name_cats[self.name_codes[rows]] if len(rows) else np.zeros(0, dtype=object)
 
 
 @dataclass

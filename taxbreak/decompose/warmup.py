@@ -57,9 +57,9 @@ def find_warmup(views: Views, links: Links) -> Warmup:
     kernel = np.isin(kernel_root, roots) & (kernel_root >= 0)
     in_warmup = innermost_enclosing(host.lane[roots], host.start_ns[roots], host.end_ns[roots],
                                     api.lane, api.start_ns) >= 0
-    init = _api_named(views, INIT_CALLS)
+    init = views.api.named(INIT_CALLS)
     outside = init & ~in_warmup
-    attributes = int((_api_named(views, FUNC_ATTRIBUTES) & in_warmup).sum())
+    attributes = int((views.api.named(FUNC_ATTRIBUTES) & in_warmup).sum())
     return Warmup(roots, median, kernel, np.flatnonzero(init),
                   int((api.end_ns[outside] - api.start_ns[outside]).sum()), attributes)
 
@@ -81,14 +81,6 @@ def _slow_first_calls(views: Views, roots: np.ndarray) -> tuple[np.ndarray, np.n
     f_rows, f_name, f_dur = rows[first], name[first], dur[first]
     slow = (later[f_name] > 0) & (f_dur > FACTOR * median[f_name]) & (f_dur > FLOOR_NS)
     return f_rows[slow], median[f_name][slow]
-
-
-def _api_named(views: Views, rx: re.Pattern) -> np.ndarray:
-    api = views.api
-    if len(api.name_codes) == 0:
-        return np.zeros(0, dtype=bool)
-    hit = np.fromiter((rx.match(str(n)) is not None for n in api.name_cats), dtype=bool, count=len(api.name_cats))
-    return hit[api.name_codes]
 
 
 def warmup_summary(w: Warmup, views: Views, kernels: pd.DataFrame) -> dict:

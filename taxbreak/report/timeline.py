@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..decompose.host_frames import BLOCKING_FRAME, name_flags
+from ..decompose.host_frames import BLOCKING_FRAME
+from ..decompose.views import name_flags
 from ..decompose.views import LINKABLE_API_KINDS
 from ..trace.tables import TraceTables
 from .markup import Markup, tag
