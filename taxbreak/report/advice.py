@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..decompose.host_frames import STALL_FRAME
 from .words import NOT_MEASURED
 
 FT, CT, FLOOR = "framework_us", "library_us", "launch_floor_us"
@@ -369,14 +370,22 @@ def _warmup(w: dict | None) -> Advice | None:
 
 
 def _stall(summary: dict) -> Advice | None:
-    """The frames that held the host stalls (meta ``host_stall_frames``), when there were any."""
-    frames = (summary.get("meta") or {}).get("host_stall_frames") or []
+    """The frames whose host stalls kept the GPU idle (meta ``host_stall_frames``), ranked by that idle
+    time; stalls the device never waited for (a main thread inside ``## backward ##`` while another
+    thread launches) are no finding."""
+    frames = [f for f in _frames_by_idle(summary.get("meta") or {}) if f["idle_us"]]
     if not frames:
         return None
-    total = sum(f["us"] for f in frames)
-    named = ", ".join(f"{f['frame']} {f['us']:,.0f} µs ({f['stalls']}×)" for f in frames[:3])
-    return Advice(f"host stalls held the threads for {total:,.1f} µs (top frames: {named}); they are not "
-                  "per-op framework overhead", stall_action(summary.get("meta") or {}))
+    idle = sum(f["idle_us"] for f in frames)
+    named = ", ".join(f"{f['frame']} {f['us']:,.0f} µs of host time, {f['idle_us']:,.0f} µs of GPU idle "
+                      f"({f['stalls']}×)" for f in frames[:3])
+    return Advice(f"host stalls kept the GPU idle for {idle:,.1f} µs (summed over devices; top frames: {named}); "
+                  "they are not per-op framework overhead", stall_action(summary.get("meta") or {}))
+
+
+def _frames_by_idle(meta: dict) -> list[dict]:
+    """Stall frames, the ones that kept the GPU idle longest first (then by host time)."""
+    return sorted(meta.get("host_stall_frames") or [], key=lambda f: (-(f.get("idle_us") or 0.0), -f["us"]))
 
 
 INIT_FRAME = re.compile(r"(?i)mpi_init|cuinit|cudainit|init_process_group|__init__|_initialize|import|load_state|"
@@ -385,14 +394,26 @@ INIT_STALL_ACTION = ("the largest stall is one-time initialisation ({frame}): le
                      "(start the profiler after set-up, or with a schedule that skips the first steps)")
 
 
+UNTRACED_STALL_ACTION = ("the stalls are untraced host time: profile with Python frames (with_stack) or NVTX ranges "
+                         "to see what the thread did, then take it off the GPU's critical path or out of the step")
+OTHER_STALL_ACTION = ("a long host piece inside {frame}: take it off the GPU's critical path (overlap it with device "
+                      "work, move it out of the step) or leave it out of the profiled window; per-op work "
+                      "(torch.compile) does not shorten it")
+
+
 def stall_action(meta: dict) -> str:
-    """The stall action for the frame that held the most stall time: initialisation is left out of the
-    window; data loading and preprocessing are taken off the critical path."""
-    frames = sorted(meta.get("host_stall_frames") or [], key=lambda f: -f["us"])
-    named = [f for f in frames if f["frame"] != "(untraced)"]
-    if named and INIT_FRAME.search(named[0]["frame"]):
-        return INIT_STALL_ACTION.format(frame=named[0]["frame"])
-    return ACTIONS["host_stall"]
+    """The stall action for the named frame that kept the GPU idle longest: initialisation is left out of
+    the window, data loading and preprocessing get loader advice, any other frame is taken off the
+    critical path; with only untraced stalls, the advice is to trace what the thread did."""
+    named = [f for f in _frames_by_idle(meta) if f["frame"] != "(untraced)"]
+    if not named:
+        return UNTRACED_STALL_ACTION if meta.get("host_stall_frames") else ACTIONS["host_stall"]
+    frame = named[0]["frame"]
+    if INIT_FRAME.search(frame):
+        return INIT_STALL_ACTION.format(frame=frame)
+    if STALL_FRAME.search(frame):
+        return ACTIONS["host_stall"]
+    return OTHER_STALL_ACTION.format(frame=frame)
 
 
 def _dominant(s: dict, warmup: dict | None = None) -> Advice:

@@ -267,8 +267,9 @@ def stalls_section(summary: dict) -> Markup:
     if not frames:
         return tag("p", "no host stall (no data-loading frame, no host piece above the stall threshold)",
                    class_="missing")
-    head = tag("tr", *[tag("th", c) for c in ("innermost frame", "stalls", "µs")])
-    rows = [tag("tr", _name_cell(f["frame"]), _cell(f["stalls"], "calls"), _cell(f["us"])) for f in frames]
+    head = tag("tr", *[tag("th", c) for c in ("innermost frame", "stalls", "host µs (Σ threads)", "GPU idle µs")])
+    rows = [tag("tr", _name_cell(f["frame"]), _cell(f["stalls"], "calls"), _cell(f["us"]), _cell(f.get("idle_us")))
+            for f in frames]
     return join([tag("h3", "host stalls"), tag("table", head, *rows)])
 
 

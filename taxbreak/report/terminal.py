@@ -240,9 +240,10 @@ def render_stalls(summary: dict, console: Console) -> None:
                   f"{fmt((summary.get('meta') or {}).get('host_stall_threshold_us'))} µs)", title_justify="left")
     table.add_column("frame")
     table.add_column("stalls", justify="right")
-    table.add_column("µs", justify="right")
+    table.add_column("host µs (Σ threads)", justify="right")
+    table.add_column("GPU idle µs", justify="right")
     for row in frames:
-        table.add_row(_name(row["frame"]), f"{row['stalls']:,}", fmt(row["us"]))
+        table.add_row(_name(row["frame"]), f"{row['stalls']:,}", fmt(row["us"]), fmt(row.get("idle_us")))
     console.print(table)
 
 

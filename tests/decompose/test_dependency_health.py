@@ -146,3 +146,19 @@ def test_an_initialisation_stall_is_left_out_of_the_window_not_given_more_loader
                                      "us": 6_660_000.0, "idle_us": 0.0}]}
     exposed = next(x for x in advise(_summary(loader, {"host_stall": 900.0, "python": 10.0})) if x.cause)
     assert "more DataLoader workers" in exposed.action
+
+
+def test_stalls_are_ranked_by_the_gpu_idle_they_caused_and_one_the_device_never_waited_for_is_no_finding():
+    frames = [{"frame": "## backward ##", "stalls": 2, "us": 482_695.0, "idle_us": 0.0},
+              {"frame": "Optimizer.step#EMAOptimizer.step", "stalls": 3, "us": 21_998.0, "idle_us": 20_265.0}]
+    advice = advise(_summary({"host_stall_frames": frames}, {"host_stall": 900.0, "python": 10.0}))
+    stall = next(x for x in advice if x.finding.startswith("host stalls"))
+    assert stall.finding.startswith("host stalls kept the GPU idle for 20,265.0 µs (summed over devices; top "
+                                    "frames: Optimizer.step#EMAOptimizer.step 21,998 µs of host time")
+    assert "## backward ##" not in stall.finding
+    assert stall.action.startswith("a long host piece inside Optimizer.step#EMAOptimizer.step")
+    idle_free = advise(_summary({"host_stall_frames": frames[:1]}, {"python": 900.0}))
+    assert not any(x.finding.startswith("host stalls") for x in idle_free)
+    untraced = {"host_stall_frames": [{"frame": "(untraced)", "stalls": 4, "us": 9_000.0, "idle_us": 800.0}]}
+    exposed = next(x for x in advise(_summary(untraced, {"host_stall": 800.0, "python": 10.0})) if x.cause)
+    assert exposed.action.startswith("the stalls are untraced host time: profile with Python frames")
