@@ -94,10 +94,12 @@ def _chain_calls(views: Views, links: Links) -> np.ndarray:
 
 
 def _launching_roots(api, calls: np.ndarray, root: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Only the roots that hold a kernel or graph launch call."""
+    """Only the roots that hold a kernel or graph launch call (``calls`` are in root order: one
+    reduction per root run, no set lookups)."""
     launches = api.kind_is(*LAUNCH_API_KINDS)[calls]
-    launching = np.unique(root[launches])
-    keep = np.isin(root, launching)
+    heads = np.flatnonzero(np.concatenate([[True], root[1:] != root[:-1]]))
+    launching = np.logical_or.reduceat(launches, heads)
+    keep = np.repeat(launching, np.diff(np.append(heads, len(root))))
     return calls[keep], root[keep]
 
 
@@ -126,11 +128,9 @@ def _accounts(views: Views, api, calls, root, gap, own, owner, is_launch, new_ro
     """One row per launching root op: its time split into the account's parts (module docstring)."""
     host = views.host
     heads = np.flatnonzero(new_root)
-    code = np.cumsum(new_root) - 1
-    n = len(heads)
 
-    def per_root(values: np.ndarray) -> np.ndarray:
-        return np.bincount(code, weights=values, minlength=n).astype(np.int64)
+    def per_root(values: np.ndarray) -> np.ndarray:  # the calls of one root are one run: exact int sums
+        return np.add.reduceat(np.asarray(values, np.int64), heads)
 
     is_copy = api.kind_is(*COPY_KINDS)[calls]
     is_sync = api.kind_is("sync")[calls]
