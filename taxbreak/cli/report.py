@@ -100,10 +100,12 @@ def _json_default(value):
 
 
 @click.command("check")
-@click.argument("target", metavar="RUN_DIR|TRACE")
+@click.argument("targets", metavar="RUN_DIR|TRACE...", nargs=-1, required=True)
 @click.option("--budget", "budget_path", required=True, type=click.Path(dir_okay=False),
               help="Budget TOML (docs/ci.md).")
-@click.option("--baseline", default=None, metavar="RUN_DIR|TRACE", help="Run to compare [regression] against.")
+@click.option("--baseline", "baselines", multiple=True, metavar="RUN_DIR|TRACE",
+              help="Run to compare [regression] against; repeat it (or name a folder of runs) for the "
+                   "median of several, whose spread is the noise band.")
 @click.option("--junit", default=None, metavar="FILE", help="Write JUnit XML.")
 @click.option("--markdown", default=None, metavar="FILE", help="Write a Markdown summary (CI step summary).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON instead of a table.")
@@ -111,18 +113,20 @@ def _json_default(value):
 @analysis_options
 @quiet_option
 @handle_errors
-def check(target, budget_path, baseline, junit, markdown, as_json, allow_unmeasured, floor_us, step_pattern, tokens,
-          quiet):
-    """Check overhead budgets; exit 0 when all hold, 1 when any is exceeded, 2 for a bad budget."""
+def check(targets, budget_path, baselines, junit, markdown, as_json, allow_unmeasured, floor_us, step_pattern,
+          tokens, quiet):
+    """Check overhead budgets; exit 0 when all hold, 1 when any is exceeded, 2 for a bad budget.
+
+    Several runs (or a folder of runs) are checked on their median, with the spread reported."""
     from ..report.budget import load_budget
-    from ..report.check import evaluate_budget
     from ..report.check_render import headline, render_check_text, render_junit, render_markdown, warning_lines
+    from ..report.repeat import evaluate_repeated
 
     started = time.perf_counter()
     budget = load_budget(budget_path)  # before the analysis: a bad budget fails fast
-    run = _load(target, floor_us, step_pattern, tokens)
-    base = _load(baseline, floor_us, step_pattern, tokens).analysis.summary if baseline else None
-    result = evaluate_budget(budget, run.analysis.summary, base, allow_unmeasured=allow_unmeasured)
+    runs = [_load(t, floor_us, step_pattern, tokens).analysis.summary for t in _expand_runs(targets)]
+    base = [_load(b, floor_us, step_pattern, tokens).analysis.summary for b in _expand_runs(baselines)]
+    result = evaluate_repeated(budget, runs, base or None, allow_unmeasured=allow_unmeasured)
     if junit:
         _write(junit, render_junit(result, time_s=time.perf_counter() - started))
     if markdown:
@@ -135,3 +139,13 @@ def check(target, budget_path, baseline, junit, markdown, as_json, allow_unmeasu
         click.echo(render_check_text(result), nl=False)
     status_line(headline(result), quiet)
     sys.exit(0 if result.passed else 1)
+
+
+def _expand_runs(paths: tuple[str, ...]) -> list[str]:
+    """Each run directory or trace as given; a folder of them as the runs it holds, in path order."""
+    from ..scale.discover import discover, is_trace_folder
+
+    out: list[str] = []
+    for p in paths:
+        out += [str(t) for t in discover(p).traces] if is_trace_folder(p) else [p]
+    return out

@@ -38,6 +38,9 @@ class Outcome:
     baseline: float | None = None
     change_pct: float | None = None
     line: int | None = None
+    # over repeated runs (report/repeat.py): {"min", "median", "max", "runs"} of the run and of the baseline
+    spread: dict | None = None
+    baseline_spread: dict | None = None
 
     @property
     def failed(self) -> bool:
@@ -50,6 +53,13 @@ class CheckResult:
     allow_unmeasured: bool = False
     has_baseline: bool = False
     warnings: list[str] = field(default_factory=list)
+    runs: int = 1  # runs whose median was checked (report/repeat.py)
+    baseline_runs: int = 0  # baseline runs whose median was compared (0: one baseline, or none)
+
+    @property
+    def repeated(self) -> bool:
+        """Checked on the median of several runs or baselines (the JSON then says how many, with spreads)."""
+        return self.runs > 1 or self.baseline_runs > 1
 
     @property
     def checked(self) -> int:
@@ -64,15 +74,18 @@ class CheckResult:
         return sum(o.status == status for o in self.outcomes)
 
     def as_dict(self) -> dict:
-        """JSON-ready form (``--json``, CI artefacts)."""
+        """JSON-ready form (``--json``, CI artefacts); ``runs``, ``baseline_runs`` and each outcome's
+        ``spread``/``baseline_spread`` only for a check over repeated runs."""
+        repeated = {"runs": self.runs, "baseline_runs": self.baseline_runs} if self.repeated else {}
         return {
             "passed": self.passed,
+            **repeated,
             "allow_unmeasured": self.allow_unmeasured,
             "has_baseline": self.has_baseline,
             "checked": self.checked,
             "warnings": list(self.warnings),
             "counts": {s: self.count(s) for s in ("pass", "fail", "not_measured", "skipped")},
-            "outcomes": [_json_safe(asdict(o)) for o in self.outcomes],
+            "outcomes": [_json_safe(_outcome_dict(o, self.repeated)) for o in self.outcomes],
         }
 
 
@@ -227,6 +240,13 @@ def _check_regression(scope: str, metric: str, max_pct: float, explicit: bool, l
 
 def _fmt_pct(value: float) -> str:
     return "∞ %" if math.isinf(value) else f"{value:.1f} %"
+
+
+def _outcome_dict(o: Outcome, repeated: bool) -> dict:
+    d = asdict(o)
+    if not repeated:
+        del d["spread"], d["baseline_spread"]
+    return d
 
 
 def _json_safe(d: dict) -> dict:

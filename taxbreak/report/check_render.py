@@ -22,11 +22,30 @@ def _actual(o: Outcome) -> str:
 
 
 def headline(result: CheckResult) -> str:
-    """One line: PASSED/FAILED with the counts per status."""
+    """One line: PASSED/FAILED with the counts per status (and, over repeated runs, how many)."""
     verdict = "PASSED" if result.passed else "FAILED"
     counts = ", ".join(f"{result.count(s)} {s.replace('_', ' ')}"
                        for s in ("pass", "fail", "not_measured", "skipped"))
-    return f"budget {verdict}: {len(result.outcomes)} limits ({counts})"
+    return f"budget {verdict}{_repeat_words(result)}: {len(result.outcomes)} limits ({counts})"
+
+
+def _repeat_words(result: CheckResult) -> str:
+    if not result.repeated:
+        return ""
+    base = f", baseline the median of {result.baseline_runs}" if result.baseline_runs > 1 else ""
+    return f" on the median of {result.runs} run{'s' if result.runs != 1 else ''}{base}"
+
+
+def _spread_text(o: Outcome) -> str:
+    """``runs 52.2..53.1`` (and the baseline's) for a check over repeated runs."""
+    parts = [f"{label} {fmt_value(s['min'], o.metric)}..{fmt_value(s['max'], o.metric)}"
+             for label, s in (("runs", o.spread), ("baseline runs", o.baseline_spread)) if s and s["runs"] > 1]
+    return "; ".join(parts)
+
+
+def _detail(o: Outcome) -> str:
+    spread = _spread_text(o)
+    return f"{o.detail} [{spread}]".strip() if spread else o.detail
 
 
 QUIET_DETAIL = "not measured in either run"
@@ -36,7 +55,7 @@ def render_check_text(result: CheckResult) -> str:
     """Aligned plain-text table, failures first, then the headline. ``max_pct``
     defaults skipped because neither run measured them are folded into one line."""
     quiet = [o for o in result.outcomes if o.status == "skipped" and o.detail == QUIET_DETAIL]
-    rows = [(_LABEL[o.status], f"{o.scope}.{o.metric}", o.expected, _actual(o), o.detail)
+    rows = [(_LABEL[o.status], f"{o.scope}.{o.metric}", o.expected, _actual(o), _detail(o))
             for o in _sorted(result) if not (o.status == "skipped" and o.detail == QUIET_DETAIL)]
     header = ("status", "limit", "expected", "actual", "detail")
     widths = [max(len(r[i]) for r in rows + [header]) for i in range(4)]
@@ -93,9 +112,9 @@ def _junit_case(suite: ET.Element, o: Outcome) -> None:
     if o.status == "pass":
         return
     tag = {"fail": "failure", "not_measured": "error", "skipped": "skipped"}[o.status]
-    child = ET.SubElement(case, tag, message=xml_text(f"actual {_actual(o)}: {o.detail}".strip(": ")),
+    child = ET.SubElement(case, tag, message=xml_text(f"actual {_actual(o)}: {_detail(o)}".strip(": ")),
                           type=o.status)
-    child.text = xml_text(f"{o.scope}.{o.metric}: expected {o.expected}, actual {_actual(o)}; {o.detail}")
+    child.text = xml_text(f"{o.scope}.{o.metric}: expected {o.expected}, actual {_actual(o)}; {_detail(o)}")
 
 
 def render_markdown(result: CheckResult, title: str = "taxbreak budget") -> str:
@@ -105,6 +124,6 @@ def render_markdown(result: CheckResult, title: str = "taxbreak budget") -> str:
              *[f"> {line}" for line in warning_lines(result)], *([""] if result.warnings else []),
              "| status | limit | expected | actual | detail |", "|---|---|---|---|---|"]
     for o in _sorted(result):
-        cells = [icon[o.status], f"`{o.scope}.{o.metric}`", o.expected, _actual(o), o.detail]
+        cells = [icon[o.status], f"`{o.scope}.{o.metric}`", o.expected, _actual(o), _detail(o)]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(lines) + "\n"
