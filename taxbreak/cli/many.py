@@ -28,6 +28,9 @@ _COLUMNS = (("kernels", "kernels", "{:,}"), ("device_active_us", "device µs", "
 
 def folder_options(fn):
     """``--no-cache`` plus the options of folder mode (ignored for a single trace)."""
+    fn = click.option("--combine-runs", is_flag=True,
+                      help="Add the traces of different runs (or of a run whose traces disagree) into one "
+                           "summary; by default each run is reported apart.")(fn)
     fn = click.option("--no-cache", is_flag=True,
                       help="Parse again: neither read nor write the parse cache.")(fn)
     fn = click.option("--run-id", help="Run key of the partitioned dataset (default: the folder name).")(fn)
@@ -70,12 +73,19 @@ def _table(result) -> Table:
         rank = f"{row['rank']}" + _ORDER_NOTE.get(row["rank_source"], "")
         table.add_row(markup_text(row["run"]), rank, markup_text(Path(row["path"]).name),
                       *(_fmt(row.get(k), p) for k, _, p in _COLUMNS))
-    combined = result.combined
-    table.add_row("all", "", f"{combined['traces']} traces", *(_fmt(combined["all"].get(k), p) for k, _, p in _COLUMNS),
-                  style="bold")
-    for phase, metrics in combined["phases"].items():
-        table.add_row("all", phase, "", *(_fmt(metrics.get(k), p) for k, _, p in _COLUMNS))
+    if result.combined is not None:
+        _combined_rows(table, "all", f"{result.combined['traces']} traces", result.combined, phases=True)
+        return table
+    for run, combined in result.runs.items():  # runs reported apart: each run of several ranks added up
+        if combined is not None and combined["traces"] > 1:
+            _combined_rows(table, markup_text(run), f"{combined['traces']} traces", combined, phases=False)
     return table
+
+
+def _combined_rows(table: Table, label: str, traces: str, combined: dict, phases: bool) -> None:
+    table.add_row(label, "", traces, *(_fmt(combined["all"].get(k), p) for k, _, p in _COLUMNS), style="bold")
+    for phase, metrics in (combined["phases"].items() if phases else ()):
+        table.add_row(label, phase, "", *(_fmt(metrics.get(k), p) for k, _, p in _COLUMNS))
 
 
 def _report_stderr(result, err: Console, quiet: bool = False) -> None:
@@ -154,7 +164,7 @@ def dispatch_folder(traces: tuple[str, ...] | str, scale_opts: dict, *, out_dir:
                on_error=scale_opts.get("on_error", "fail"), use_cache=not scale_opts.get("no_cache"),
                floor_us=floor_us, step_pattern=step_pattern, engine=engine,
                scheduler=scale_opts.get("scheduler"), scheduler_file=scale_opts.get("scheduler_file"),
-               quiet=quiet)
+               quiet=quiet, combine_runs=scale_opts.get("combine_runs", False))
     return True
 
 
@@ -162,7 +172,7 @@ def run_folder(folder, *, output: str | None = None, as_json: bool = False, part
                run_id: str | None = None, workers: int | None = None, on_error: str = "fail",
                use_cache: bool = True, floor_us: float | None = None, step_pattern: str | None = None,
                engine: str = "local", scheduler: str | None = None, scheduler_file: str | None = None,
-               quiet: bool = False) -> None:
+               quiet: bool = False, combine_runs: bool = False) -> None:
     """Analyze every trace in ``folder`` (one or several paths/URLs), print per-rank and combined
     results, optionally export. ``quiet`` leaves out the status lines; skipped traces and
     diagnostics still print (they are results, not progress)."""
@@ -177,7 +187,7 @@ def run_folder(folder, *, output: str | None = None, as_json: bool = False, part
     result = analyze_many(inputs, workers=workers, on_error=on_error, floor_us=floor_us,
                           step_pattern=step_pattern, use_cache=use_cache, run_id=run_id,
                           export_dir=output if partitioned else None, engine=engine,
-                          scheduler=scheduler, scheduler_file=scheduler_file)
+                          scheduler=scheduler, scheduler_file=scheduler_file, combine_runs=combine_runs)
     for reason, paths in skipped.items():
         result.diagnostics.add("scale.entry_skipped", len(paths), f"{paths[0]}: {reason.replace('_', ' ')}")
     text = json.dumps(result.to_dict(), indent=1, default=_json_scalar) if (as_json or output) else ""

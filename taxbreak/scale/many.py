@@ -38,13 +38,15 @@ class ManyResult:
     """Per-file results (file order), their combination over all traces and per run."""
 
     files: list[FileResult]
-    combined: dict
+    combined: dict | None  # every trace added up: one run, or combine_runs=True (else None, see not_combined)
     diagnostics: Diagnostics = field(default_factory=Diagnostics)
     workers: int = 1
     seconds: float = 0.0
     exported: list[str] = field(default_factory=list)
-    runs: dict[str, dict] = field(default_factory=dict)
+    runs: dict[str, dict | None] = field(default_factory=dict)
     engine: str = "local"
+    # why ``combined`` (or a run of ``runs``) is None: {"all" or run: reason}; empty when all is combined
+    not_combined: dict[str, str] = field(default_factory=dict)
 
     @property
     def failed(self) -> list[FileResult]:
@@ -56,7 +58,8 @@ class ManyResult:
                   "world_size": f.world_size, "error": f.error,
                   "all": f.summary.get("all") if f.summary else None,
                   "phases": f.summary.get("phases") if f.summary else None} for f in self.files]
-        return {"files": files, "combined": self.combined, "runs": self.runs, "engine": self.engine,
+        return {"files": files, "combined": self.combined, "runs": self.runs, "not_combined": self.not_combined,
+                "engine": self.engine,
                 "workers": self.workers, "diagnostics": self.diagnostics.as_dict(),
                 "exported": list(self.exported)}
 
@@ -89,6 +92,7 @@ def analyze_many(
     engine: str = "local",
     scheduler: str | None = None,
     scheduler_file: str | None = None,
+    combine_runs: bool = False,
 ) -> ManyResult:
     """Analyze many traces in parallel and combine them.
 
@@ -104,6 +108,9 @@ def analyze_many(
         run_id: the ``run=`` key of every trace; default: from folders and metadata (:mod:`.task`).
         analyze_fn: replaces load + analyze (tests, custom pipelines).
         engine: ``"local"`` or ``"dask"``; scheduler / scheduler_file: the Dask cluster.
+        combine_runs: add up traces of different runs (and of runs whose traces disagree on world
+            size, rank, GPU or model) into ``combined``; by default each run is reported apart
+            and ``combined`` is None when there is more than one run (``not_combined`` says why).
 
     Raises:
         UsageError: bad ``on_error`` or ``engine``, or no paths.
@@ -123,12 +130,27 @@ def analyze_many(
     results = sorted(fresh + list(resumed.values()), key=lambda r: r.index)
     _settle(results, diagnostics)
     ok = [r for r in results if r.is_ok]
-    runs = {run: combine_summaries([r.summary for r in ok if r.run == run], [str(r.rank) for r in ok if r.run == run])
-            for run in sorted({r.run for r in ok})}
+    runs, combined, not_combined = _combine(ok, combine_runs, diagnostics)
     exported = [f for r in ok for f in r.files]
-    combined = combine_summaries([r.summary for r in ok], [f"{r.run}/{r.rank}" for r in ok])
     return ManyResult(results, combined, diagnostics, n_workers,
-                      time.perf_counter() - start, exported, runs, engine)
+                      time.perf_counter() - start, exported, runs, engine, not_combined)
+
+
+def _combine(ok: list[FileResult], combine_runs: bool, diagnostics: Diagnostics):
+    """Each run's combination and all traces' (only for one consistent run, or when asked)."""
+    from .runs import mixed_runs, runs_apart_message
+
+    names = sorted({r.run for r in ok})
+    mixed = mixed_runs(ok)
+    not_combined = {} if combine_runs else {run: f"its traces disagree: {why}" for run, why in mixed.items()}
+    runs = {run: None if run in not_combined else
+            combine_summaries([r.summary for r in ok if r.run == run], [str(r.rank) for r in ok if r.run == run])
+            for run in names}
+    if combine_runs or (len(names) <= 1 and not not_combined):
+        return runs, combine_summaries([r.summary for r in ok], [f"{r.run}/{r.rank}" for r in ok]), not_combined
+    message = runs_apart_message(ok, names, mixed)
+    diagnostics.add("scale.runs_apart", len(names), message)
+    return runs, None, {**not_combined, "all": message}
 
 
 def _check_args(on_error: str, engine: str, paths) -> None:

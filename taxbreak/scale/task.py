@@ -5,7 +5,8 @@ Run and rank come from the trace's own metadata, so a task needs nothing from th
 
 - rank: ``TraceMeta.rank`` (Kineto ``distributedInfo.rank``), else the rank an Nsight export's
   metadata gives it (:mod:`.nsys_identity`: the captured environment, or its place among the
-  exports of one job), else the trace's position in file order (``rank_source = "file_order"``);
+  exports of one job), else 0 for the only trace of its run (``rank_source = "only_trace"``),
+  else the trace's position in file order (``rank_source = "file_order"``);
 - run: ``--run-id`` when given; else the run of a group of Nsight exports of one job; else the
   run folder (the trace's folder) when the trace is a rank of a distributed job (world size > 1)
   or the only trace there; else the trace is unrelated to its neighbours and is a run of its
@@ -63,7 +64,7 @@ class FileResult:
     path: str
     index: int  # position in file order
     rank: int | None = None
-    rank_source: str = ""  # "meta" (TraceMeta.rank) | "file_order"
+    rank_source: str = ""  # "meta" (TraceMeta.rank) | "nsys_env" | "session_order" | "only_trace" | "file_order"
     summary: dict | None = None
     error: dict | None = None  # {"code", "message", "hint", "location", "type"}
     seconds: float = 0.0
@@ -114,22 +115,32 @@ def world_size_of(meta) -> int | None:
 def settle_run(result: FileResult, meta, spec: TaskSpec, options: ManyOptions) -> None:
     """Rank, run, world size and format of ``result`` from its metadata (module docstring)."""
     hint = spec.hint or RankHint("")
+    result.world_size = world_size_of(meta) or hint.world_size
+    result.source_format = getattr(meta, "source_format", "") or ""
+    result.run, alone = _run_of(result, spec, options, hint)
     result.rank = getattr(meta, "rank", None)
     result.rank_source = "meta"
     if result.rank is None:
         hinted = hint.rank is not None
-        result.rank = hint.rank if hinted else spec.index
-        result.rank_source = hint.rank_source if hinted else "file_order"
-    result.world_size = world_size_of(meta) or hint.world_size
-    result.source_format = getattr(meta, "source_format", "") or ""
+        # the only trace of its run is its rank 0: its position among unrelated traces is no rank
+        result.rank = hint.rank if hinted else 0 if alone else spec.index
+        result.rank_source = hint.rank_source if hinted else ONLY_TRACE if alone else "file_order"
+
+
+ONLY_TRACE = "only_trace"  # rank_source of a trace that is a run of its own
+
+
+def _run_of(result: FileResult, spec: TaskSpec, options: ManyOptions, hint: RankHint) -> tuple[str, bool]:
+    """The run key of ``result`` and whether the trace is a run of its own."""
     if options.run_id:
-        result.run = slug(options.run_id)
-    elif hint.run_group:
-        result.run = slug(hint.run_group)
-    elif (result.world_size or 0) > 1 or spec.siblings <= 1:
-        result.run = spec.run_folder
-    else:
-        result.run = slug(f"{spec.run_folder}.{trace_stem(spec.url.rstrip('/').rsplit('/', 1)[-1])}")
+        return slug(options.run_id), False
+    if hint.run_group:
+        return slug(hint.run_group), False
+    if (result.world_size or 0) > 1:
+        return spec.run_folder, False
+    if spec.siblings <= 1:
+        return spec.run_folder, True
+    return slug(f"{spec.run_folder}.{trace_stem(spec.url.rstrip('/').rsplit('/', 1)[-1])}"), True
 
 
 def run_task(spec: TaskSpec, options: ManyOptions) -> FileResult:

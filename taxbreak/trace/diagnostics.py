@@ -60,6 +60,8 @@ DIAGNOSTIC_CODES: dict[str, tuple[str, str]] = {
     "scale.entry_skipped": (WARNING, "a folder entry with a trace name that is a dangling link, a link loop, "
                             "a FIFO/socket/device or unreadable: passed over, never opened"),
     "scale.world_size_mismatch": (WARNING, "traces of one run folder report different distributed world sizes"),
+    "scale.runs_apart": (INFO, "traces of several runs (or of a run whose traces disagree) reported apart, "
+                         "not added up; --combine-runs adds them up"),
     "scale.resumed": (INFO, "traces already in the output dataset, read back from its manifest, not analyzed again"),
     "scale.uncommitted_removed": (INFO, "dataset files of a task that died before its manifest row were removed"),
 }

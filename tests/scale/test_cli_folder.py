@@ -25,7 +25,8 @@ def _run(*args):
 
 
 def test_folder_prints_per_rank_and_combined(folder):
-    result = _run(folder, "--workers", "1")
+    # both synthetic traces say rank 0 without a world size: two runs, added up only when asked
+    result = _run(folder, "--workers", "1", "--combine-runs")
     assert result.exit_code == 0, result.output
     assert "rank0.json.gz" in result.output and "rank1.json.gz" in result.output
     assert "2 traces" in result.output
@@ -34,7 +35,7 @@ def test_folder_prints_per_rank_and_combined(folder):
 
 
 def test_folder_json_combines_sums_and_recomputes_hdbi(folder):
-    result = _run(folder, "--json", "--workers", "1")
+    result = _run(folder, "--json", "--workers", "1", "--combine-runs")
     data = json.loads(result.stdout)
     files = [f["all"] for f in data["files"]]
     combined = data["combined"]["all"]
@@ -42,6 +43,16 @@ def test_folder_json_combines_sums_and_recomputes_hdbi(folder):
     assert combined["device_active_us"] == pytest.approx(sum(f["device_active_us"] for f in files))
     dev, orch = combined["device_active_us"], combined["orchestration_us"]
     assert combined["hdbi"] == pytest.approx(dev / (dev + orch))
+
+
+def test_runs_are_reported_apart_unless_combined(folder):
+    result = _run(folder, "--json", "--workers", "1")
+    data = json.loads(result.stdout)
+    assert data["combined"] is None and sorted(data["runs"]) == ["job.rank0", "job.rank1"]
+    assert "2 runs reported apart" in data["not_combined"]["all"]
+    assert "taxbreak diff" in data["not_combined"]["all"]  # two traces, two runs: an A/B pair
+    table = _run(folder, "--workers", "1")
+    assert "2 traces" not in table.stdout and "2 runs reported apart" in table.stderr
 
 
 def test_skip_reports_the_bad_file_and_fail_exits_1_naming_it(folder, tmp_path):

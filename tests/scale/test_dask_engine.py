@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 import pytest
 from scale_fakes import fake_analyze, slow_fake_analyze, write_fake_trace
 
-from taxbreak.scale import analyze_many, find_traces, read_partitioned
+from taxbreak.scale import analyze_many, combine_summaries, find_traces, read_partitioned
 from taxbreak.scale.dataset import open_dataset
 from taxbreak.synth.bigtrace import write_big_kineto
 from taxbreak.trace.errors import TaxbreakError
@@ -84,11 +84,13 @@ def test_dask_equals_local_exactly(cluster, fleet, tmp_path):
     assert _tables(tmp_path / "dask") == _tables(tmp_path / "local")
     # the generated ranks 0 and 1 (world size 2) are one run; the real traces without a world size
     # above 1 are runs of their own; the two distributed ones (world sizes 2 and 300) share their
-    # folder's run and are flagged as not belonging together
+    # folder's run and are flagged as not belonging together, and not added up
     assert local.runs["job"]["traces"] == 2
     assert sorted(r for r in local.runs if r.startswith("real.")) == [
         "real.benchmark_result_2869224_1695835535_trace", "real.mock", "real.rank-0.Apr_03_18_51_38.1102"]
-    assert local.runs["real"]["traces"] == 2 and local.diagnostics.count("scale.world_size_mismatch") == 1
+    assert local.runs["real"] is None and local.diagnostics.count("scale.world_size_mismatch") == 1
+    assert local.not_combined["real"] == "its traces disagree: world sizes 2 and 300"
+    assert local.combined is None and "5 runs reported apart" in local.not_combined["all"]
     _check_combined_keys(local)
 
 
@@ -108,7 +110,8 @@ def _check_combined_keys(result):
     assert combined["hdbi"] == device / (device + sum(s["orchestration_us"] for s in job))
     assert combined["hdbi_reason"] is None
     # the CPU-only real trace has no device time: HDBI over every trace is not measured, and says why
-    assert result.combined["all"]["hdbi"] is None and result.combined["all"]["hdbi_reason"]
+    every = combine_summaries([f.summary for f in result.files if f.is_ok])  # what --combine-runs gives
+    assert every["all"]["hdbi"] is None and every["all"]["hdbi_reason"]
 
 
 def test_a_worker_killed_mid_run_leaves_no_partial_partition(cluster, tmp_path):

@@ -44,11 +44,35 @@ def test_combined_hdbi_differs_from_the_mean_of_ranks(tmp_path):
 def test_rank_falls_back_to_file_order_with_info_diagnostic(tmp_path):
     write_fake_trace(tmp_path / "x.json", None, [_k(0, "decode", 1.0)], 1.0)
     write_fake_trace(tmp_path / "y.json", None, [_k(0, "decode", 1.0)], 1.0)
-    result = analyze_many(find_traces(tmp_path), workers=1, analyze_fn=fake_analyze)
+    result = analyze_many(find_traces(tmp_path), workers=1, analyze_fn=fake_analyze, run_id="one-job")
     assert [f.rank for f in result.files] == [0, 1]
     assert [f.rank_source for f in result.files] == ["file_order", "file_order"]
     assert result.diagnostics.count("scale.rank_from_order") == 2
     assert result.diagnostics.items["scale.rank_from_order"].severity == "info"
+
+
+def test_unrelated_traces_are_each_rank_0_of_their_own_run_and_not_added_up(tmp_path):
+    write_fake_trace(tmp_path / "x.json", None, [_k(0, "decode", 1.0)], 1.0)
+    write_fake_trace(tmp_path / "y.json", None, [_k(0, "decode", 3.0)], 1.0)
+    result = analyze_many(find_traces(tmp_path), workers=1, analyze_fn=fake_analyze)
+    assert [(f.run.rsplit(".", 1)[-1], f.rank, f.rank_source) for f in result.files] == [
+        ("x", 0, "only_trace"), ("y", 0, "only_trace")]
+    assert result.diagnostics.count("scale.rank_from_order") == 0
+    assert result.combined is None and result.diagnostics.count("scale.runs_apart") == 2
+    assert [r["all"]["device_active_us"] for r in result.runs.values()] == [1.0, 3.0]
+    assert "taxbreak diff" in result.not_combined["all"]
+    combined = analyze_many(find_traces(tmp_path), workers=1, analyze_fn=fake_analyze, combine_runs=True)
+    assert combined.combined["all"]["device_active_us"] == 4.0 and combined.not_combined == {}
+
+
+def test_a_run_whose_traces_disagree_is_not_added_up(tmp_path):
+    for name in ("p.json", "q.json"):  # rank 4 of a world of 8, twice: not one job
+        write_fake_trace(tmp_path / name, 4, [_k(0, "decode", 1.0)], 1.0)
+    result = analyze_many(find_traces(tmp_path), workers=1, analyze_fn=fake_analyze)
+    (run,) = result.runs
+    assert result.runs[run] is None and result.combined is None
+    assert result.not_combined[run] == "its traces disagree: rank 4 more than once"
+    assert "not added up: its traces disagree (rank 4 more than once)" in result.not_combined["all"]
 
 
 def test_duplicate_ranks_are_counted(tmp_path):
@@ -124,3 +148,18 @@ def test_a_killed_worker_is_reported_per_file_not_a_crash(folder):
     with pytest.raises(TaxbreakError) as info:
         analyze_many(find_traces(folder), workers=2, on_error="fail", analyze_fn=die_analyze)
     assert info.value.code == "scale.worker_failed" and info.value.path.endswith(".json")
+
+
+def test_ranks_of_two_models_or_gpus_in_one_run_are_told_apart():
+    from taxbreak.scale.runs import mixed_runs
+    from taxbreak.scale.task import FileResult
+
+    def result(run, rank, model, gpu):
+        meta = {"gpu": gpu, "manifest": {"model": model} if model else None}
+        return FileResult(path=f"{run}/{rank}", index=rank, rank=rank, run=run, world_size=2,
+                          summary={"all": {}, "meta": meta})
+
+    ok = [result("job", 0, "gpt2", "H100"), result("job", 1, "llama", "H100"),
+          result("pair", 0, None, "A100"), result("pair", 1, None, "H100"),
+          result("same", 0, "gpt2", "H100"), result("same", 1, "gpt2", None)]
+    assert mixed_runs(ok) == {"job": "models gpt2 and llama", "pair": "GPUs A100 and H100"}

@@ -53,4 +53,8 @@ def test_analyze_many_matches_one_by_one(shared_traces, tmp_path):
         alone = cached_analyze(f.path, use_cache=False).summary["all"]
         assert _canonical(f.summary["all"]) == _canonical(alone), f.path
     kernels = [f.summary["all"]["kernels"] for f in result.files]
-    assert result.combined["all"]["kernels"] == sum(kernels)
+    # three unrelated corpus traces: three runs, each reported apart, added up only when asked
+    assert result.combined is None and len(result.runs) == 3
+    assert [result.runs[f.run]["all"]["kernels"] for f in result.files] == kernels
+    combined = analyze_many(find_traces(folder), workers=2, combine_runs=True)
+    assert combined.combined["all"]["kernels"] == sum(kernels)
