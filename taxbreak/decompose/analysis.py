@@ -25,6 +25,7 @@ from .idle import attribute_idle, issued_path, window_pieces
 from .inputs import resolve_input
 from .health import copy_facts, trace_health
 from .link import link
+from .nested import devices_frame, idle_by_cause_frame
 from .op_chain import op_chain
 from .partition import device_busy, host_partition, stall_meta
 from .py_stalls import take_stalls_out_of_t_py
@@ -36,7 +37,7 @@ from .summary import Context
 from .views import LAUNCH_API_KINDS, build_views, _ints, _strs
 
 log = logging.getLogger(__name__)
-FRAMES = ("kernels", "steps", "phases", "ops", "host_partition", "idle", "op_accounts")
+FRAMES = ("kernels", "steps", "phases", "ops", "host_partition", "idle", "op_accounts", "idle_by_cause", "devices")
 
 
 @dataclass(repr=False)
@@ -54,7 +55,7 @@ class Analysis:
     op_accounts: pd.DataFrame = field(repr=False)  # host time of each launching root op (decompose/op_chain.py)
 
     def to_parquet(self, out_dir: str | Path) -> list[Path]:
-        """Write ``kernels``/``steps``/``phases``/``ops``/``host_partition`` Parquet and ``summary.json``."""
+        """Write every frame of ``FRAMES`` as Parquet, and ``summary.json``."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         written = []
@@ -78,6 +79,18 @@ class Analysis:
         text copy (the summary of a 10 M-event trace is ~100 MB of JSON)."""
         data = msgspec.json.encode(self.summary, enc_hook=_json_default)
         return msgspec.json.format(data, indent=indent) if indent else data
+
+    @property
+    def idle_by_cause(self) -> pd.DataFrame:
+        """Device idle µs per cause of the whole trace, each phase and each step, summed over devices
+        (``device`` <NA>) and per device: one row per (scope, device, cause) (decompose/nested.py)."""
+        return idle_by_cause_frame(self.summary)
+
+    @property
+    def devices(self) -> pd.DataFrame:
+        """Busy and idle µs per device of the whole trace, each phase and each step: one row per
+        (scope, device) (decompose/nested.py)."""
+        return devices_frame(self.summary)
 
     @property
     def phase_names(self) -> list[str]:

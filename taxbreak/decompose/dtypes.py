@@ -16,7 +16,7 @@ COUNT_KEYS = frozenset({"kernels", "launches", "orphan_kernels", "orphan_copies"
                         "captured_launches", "orphan_copy_calls", "tokens", "aten_ops", "steps", "step",
                         "start_ns", "end_ns"})
 # text keys: their missing values stay None in an object column
-TEXT_KEYS = frozenset({"phase", "name", "hdbi_reason", "floor_source", "idle_by_cause_us", "devices"})
+TEXT_KEYS = frozenset({"phase", "name", "hdbi_reason", "floor_source", "scope", "cause"})
 _INTEGER = {"integer"}
 _FLOAT = {"floating", "mixed-integer-float", "decimal"}
 

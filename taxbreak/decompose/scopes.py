@@ -4,12 +4,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from msgspec.json import encode
 import pandas as pd
 
 from ..trace.nesting import nesting, sorted_unique
 from .link import Links, root_atens
 from .busy import BusyPieces, busy_pieces
+from .accessors import ALL as ALL_PHASE
 from .dtypes import nullable_numeric
 from .steps import BETWEEN, BETWEEN_NAME, Steps
 from .summary import (SUMMARY_KEYS, Context, Grouping, IdleArrays, KernelArrays, grouped_columns, grouped_metrics,
@@ -121,12 +121,10 @@ NESTED_KEYS = ("idle_by_cause_us", "devices")
 
 
 def _flat(df: pd.DataFrame) -> pd.DataFrame:
-    """Nested per-cause and per-device values as JSON text in the frames: one column type for every
-    trace, whatever its devices, so Parquet datasets of many traces read as one table (the summary
-    dict keeps them as dicts)."""
-    for key in NESTED_KEYS:
-        df[key] = [None if v is None else encode(v).decode() for v in df[key].tolist()]
-    return nullable_numeric(df)
+    """The flat metrics only: the per-cause and per-device dicts are the long-form frames
+    ``Analysis.idle_by_cause`` and ``Analysis.devices`` (decompose/nested.py), one column type for
+    every trace whatever its devices (the summary dict keeps them as dicts)."""
+    return nullable_numeric(df.drop(columns=[k for k in NESTED_KEYS if k in df.columns]))
 
 
 def _optional_ints(values: pd.Series) -> list:
@@ -159,7 +157,9 @@ def phase_table(inp: ScopeInputs) -> tuple[pd.DataFrame, dict, dict]:
     everything = grouped_metrics(inp.kernel_arrays, inp.partition,
                                  _grouping(inp, api, lambda s: np.zeros(len(s), np.int64), {0: n_steps},
                                            inp.ctx.tokens), [0], inp.ctx, inp.idle_arrays, inp.busy)[0]
-    df = _flat(pd.DataFrame([{"phase": p, **m} for p, m in by_phase.items()], columns=["phase", *SUMMARY_KEYS]))
+    # the whole trace is the first row, as phase_names lists it first ("all")
+    rows = [{"phase": ALL_PHASE, **everything}] + [{"phase": p, **m} for p, m in by_phase.items()]
+    df = _flat(pd.DataFrame(rows, columns=["phase", *SUMMARY_KEYS]))
     return df, {str(p): m for p, m in by_phase.items()}, everything
 
 

@@ -39,7 +39,7 @@ from ..trace.tables import META_FILE, DeferredTraceTables, read_meta
 log = logging.getLogger(__name__)
 
 # Bump when Analysis gains or changes a frame or summary key for the same input.
-ANALYSIS_FORMAT_VERSION = 6  # 2: trace_meta.json in the entry (tables read on demand); 3: Arrow IPC frames; 4: idle frame, queue wait split; 5: idle causes launch_floor, launch_latency, graph_internal, copy_issued; 6: busy split per kind, captured launches, warmup, op_accounts frame, root-chained T_dispatch, library evidence
+ANALYSIS_FORMAT_VERSION = 7  # 7: phases frame with the "all" row, nested values as long-form frames (not JSON text); 2: trace_meta.json in the entry (tables read on demand); 3: Arrow IPC frames; 4: idle frame, queue wait split; 5: idle causes launch_floor, launch_latency, graph_internal, copy_issued; 6: busy split per kind, captured launches, warmup, op_accounts frame, root-chained T_dispatch, library evidence
 FRAMES = ("kernels", "steps", "phases", "ops", "host_partition", "idle", "op_accounts")
 
 

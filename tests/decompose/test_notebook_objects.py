@@ -170,3 +170,38 @@ def test_the_kernel_table_is_writeable_and_shares_nothing_with_the_trace_tables(
         assert kernels.loc[first, column] == -7
     again = analyze(tables, floor_us=4.5).kernels
     pd.testing.assert_frame_equal(again, before)
+
+
+def test_phases_frame_has_a_row_for_every_listed_phase(planted):
+    assert planted.phases["phase"].tolist() == planted.phase_names == ["all", "decode"]
+    whole = planted.phases.set_index("phase").loc["all"]
+    assert whole["kernels"] == planted.summary["all"]["kernels"] == 3
+    assert whole["hdbi"] == planted.phase("all").hdbi
+
+
+def test_nested_values_are_long_form_frames_not_json_text(planted):
+    for frame in (planted.phases, planted.steps):
+        assert not {"idle_by_cause_us", "devices"} & set(frame.columns)
+    idle = planted.idle_by_cause
+    assert idle.dtypes[["step", "device"]].tolist() == ["Int64", "Int64"] and idle["idle_us"].dtype == "Float64"
+    summed = idle[(idle["scope"] == "all") & idle["device"].isna()]
+    expected = planted.summary["all"]["idle_by_cause_us"]
+    assert summed["cause"].tolist() == list(expected)
+    assert [None if pd.isna(v) else v for v in summed["idle_us"]] == list(expected.values())
+    steps = idle[(idle["scope"] == "step") & idle["device"].isna()]
+    assert sorted(steps["step"].unique().tolist()) == sorted(s["step"] for s in planted.summary["steps"])
+    devices = planted.devices
+    ((device, entry),) = planted.summary["all"]["devices"].items()
+    whole = devices[devices["scope"] == "all"]
+    assert whole["device"].tolist() == [int(device)] and whole["busy_us"].tolist() == [entry["busy_us"]]
+    assert set(devices["scope"]) == {"all", "phase", "step"} and devices["busy_us"].dtype == "Float64"
+    per_device = idle[(idle["scope"] == "all") & idle["device"].notna()]
+    assert per_device["idle_us"].sum() == pytest.approx(sum(v for v in entry["idle_by_cause_us"].values() if v))
+
+
+def test_a_trace_without_device_activity_has_empty_nested_frames_of_the_same_columns():
+    from taxbreak.decompose.nested import DEVICE_COLUMNS, IDLE_COLUMNS, devices_frame, idle_by_cause_frame
+
+    summary = {"all": {"idle_by_cause_us": None, "devices": None}, "phases": {}, "steps": []}
+    assert idle_by_cause_frame(summary).columns.tolist() == list(IDLE_COLUMNS) and idle_by_cause_frame(summary).empty
+    assert devices_frame(summary).columns.tolist() == list(DEVICE_COLUMNS) and devices_frame(summary).empty
