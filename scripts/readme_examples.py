@@ -127,20 +127,27 @@ def working_dir(path: Path):
 
 
 def notebook() -> str:
+    """The session makes its own trace (taxbreak.synth), so a reader can run it as shown."""
     with tempfile.TemporaryDirectory() as tmp:
-        path = planted_trace(Path(tmp))
         with working_dir(Path(tmp)):
             text = session([
-                "import taxbreak",
-                f'a = taxbreak.analyze("{path.name}", floor_us={PLANTED_FLOOR_US})',
+                "import numpy as np, taxbreak",
+                "from taxbreak.synth.planted import build, random_spec",
+                "from taxbreak.synth.write_kineto import write_kineto",
+                'path = write_kineto(build(random_spec(np.random.default_rng(17), steps=3, ops=3)).tables, "planted.json.gz")',
+                f'a = taxbreak.analyze(path, floor_us={PLANTED_FLOOR_US})',
                 "a",
                 "a.phase_names",
                 "d = a.phase(\"decode\")",
                 "d.hdbi, d.ft_us, d.ct_us, d.kt_us, d.orchestration_us",
                 "d.idle_by_cause_us[\"launch_latency\"], d.idle_by_cause_us[\"launch_floor\"]",
                 'a.summary["phases"]["decode"]["hdbi"] == d.hdbi',
+                'a.phases[["phase", "steps", "kernels", "hdbi", "orchestration_us", "tokens"]]',
                 'a.kernels[["name", "op_name", "ft_ns", "ct_ns", "t_floor_ns", "queue_wait_ns", "launch_latency_ns"]].head(4)',
                 'a.steps[["step", "phase", "kernels", "hdbi", "tokens"]]',
+                'idle = a.idle_by_cause',
+                'idle[(idle.scope == "phase") & idle.device.isna() & (idle.idle_us > 0)]',
+                'a.devices[a.devices.scope == "all"]',
             ], {})
     return fenced(text, "python")
 
