@@ -128,3 +128,21 @@ def test_docs_cpu_budget_gives_one_verdict_on_repeated_real_profiles(profiled_ru
     assert code == 0 and data["runs"] == 2
     spread = next(o["spread"] for o in data["outcomes"] if o["metric"] == "aten_ops_per_token")
     assert spread["min"] == spread["max"]  # a count: no spread at all between runs
+
+
+def test_cli_checks_the_median_of_several_traces_and_a_folder_of_baselines(tmp_path):
+    from .traces import FLOOR_US, write_planted
+
+    runs = [write_planted(tmp_path / f"run{i}.json.gz", extra_python_us=extra) for i, extra in enumerate((0, 3, 9))]
+    base = tmp_path / "base"
+    base.mkdir()
+    for i in range(2):
+        write_planted(base / f"b{i}.json.gz")
+    (tmp_path / "budget.toml").write_text("[regression]\nframework_python_us = 10\n")
+    args = ["check", *map(str, runs), "--budget", str(tmp_path / "budget.toml"), "--baseline", str(base),
+            "--floor-us", str(FLOOR_US)]
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert "budget FAILED on the median of 3 runs, baseline the median of 2:" in result.stderr
+    row = next(line for line in result.stdout.splitlines() if line.startswith("FAIL") and "all.framework_python_us" in line)
+    assert "5.00 -> 8.00" in row and "[runs 5.00..14.00; baseline runs 5.00..5.00]" in row
+    assert result.exit_code == 1
