@@ -9,22 +9,10 @@ from rich.table import Table
 
 from .console_text import markup_text
 from .diff import HOST_METRICS, IDLE_CAUSE_PREFIX
-from .metrics import COMPONENTS, fmt_value
+from .metrics import METRIC_LABELS, fmt_value
 from .words import NOT_MEASURED
 
-_LABELS = dict(COMPONENTS) | {
-    "framework_us": "framework total (ΔFT)", "orchestration_us": "T_Orchestrate",
-    "device_active_us": "T_DeviceActive", "wall_us": "elapsed (analysis window)",
-    "device_busy_us": "GPU busy (union of devices)", "device_idle_us": "GPU idle (Σ devices)", "hdbi": "HDBI",
-    "kernels": "kernels", "launches": "launches", "kernels_per_token": "kernels / token",
-    "orchestration_us_per_token": "orchestration / token",
-    "aten_ops": "host: ATen ops", "aten_ops_per_token": "host: ATen ops / token",
-    "host_python_us": "host: Python", "host_dispatch_us": "host: ATen dispatch",
-    "host_library_us": "host: CUDA library",
-    "host_launch_api_us": "host: launch API", "host_sync_us": "host: sync waits",
-    "host_other_api_us": "host: other runtime API", "host_untraced_us": "host: untraced", "host_thread_us": "host: wall",
-    "exposed_orchestration_us": "host: exposed (device idle)",
-}
+_LABELS = METRIC_LABELS
 _UNITLESS = ("hdbi", "kernels", "launches", "kernels_per_token", "aten_ops", "aten_ops_per_token")
 
 

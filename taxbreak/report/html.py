@@ -1,25 +1,31 @@
 """A self-contained HTML report of one analysis (``taxbreak report``).
 
-One file, no JavaScript, no network: inline CSS and static SVG charts drawn
-by matplotlib (:mod:`taxbreak.report.plotting`, imported only when a page is
-rendered). A Content-Security-Policy forbids scripts outright, and every trace
-string is escaped (:mod:`taxbreak.report.markup`; matplotlib escapes the text
-it writes), so a kernel named ``<script>alert(1)</script>`` renders as text.
+One file, no network: inline CSS, hand-written SVG charts (:mod:`taxbreak.report.svg`,
+:mod:`taxbreak.report.timeline`) and one inline script (``report.js``: hover text,
+timeline zoom). The Content-Security-Policy allows that script by its sha256 and
+no other, and every trace string is escaped (:mod:`taxbreak.report.markup`), so a
+kernel named ``<script>alert(1)</script>`` renders as text and could not run if it
+were ever written as markup.
 """
 from __future__ import annotations
 
+import base64
 import datetime as _dt
+import hashlib
+from pathlib import Path
 
 import pandas as pd
 
 from .. import __version__
 from .diff import kernel_orchestration_ns
 from .markup import Markup, join, tag, void
-from .metrics import COMPONENTS, PHASES, fmt_value, number
+from .metrics import COMPONENTS, PHASES, fmt_value, metric_label, number
 from .svg import BarGroup, Segment, component_chart, idle_chart, queue_chart, step_chart
 from .words import NOT_MEASURED
 
-CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+SCRIPT = (Path(__file__).with_name("report.js")).read_text(encoding="utf-8")
+SCRIPT_HASH = base64.b64encode(hashlib.sha256(SCRIPT.encode("utf-8")).digest()).decode("ascii")
+CSP = f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'sha256-{SCRIPT_HASH}'"
 CSS = """
 body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1160px}
 h1{font-size:22px;margin:0 0 4px;overflow-wrap:anywhere}dd{overflow-wrap:anywhere}
@@ -31,7 +37,11 @@ td.name,th.name{max-width:560px;overflow-wrap:anywhere;text-align:left}
 .cards{display:flex;gap:12px;flex-wrap:wrap}
 .card{border:1px solid #ddd;border-radius:6px;padding:8px 12px;min-width:130px}
 .card b{display:block;font-size:20px}.missing{color:#777;font-style:italic}.note{color:#555;font-size:13px}
-svg{max-width:100%;height:auto}
+svg{max-width:100%;height:auto;font:12px system-ui,sans-serif}svg .lbl,svg .legend{font-size:11px}
+svg.timeline{cursor:grab;user-select:none}svg.timeline .lbl{font-size:10px}rect.idle{fill-opacity:.12}
+svg text.missing{font-style:italic;fill:#666}[data-tip]:hover{stroke:#222;stroke-width:.6}
+#tip{position:absolute;z-index:9;pointer-events:none;background:#222;color:#fff;font-size:12px;padding:3px 7px;
+border-radius:4px;max-width:560px;overflow-wrap:anywhere;white-space:pre-line}
 dl.meta{display:grid;grid-template-columns:max-content auto;gap:2px 14px;font-size:13px}dt{color:#555}
 """
 
@@ -112,34 +122,47 @@ def cards(s: dict) -> Markup:
     return tag("div", *out, class_="cards")
 
 
+def phase_scopes(summary: dict) -> list[tuple[str, str, dict]]:
+    """(key, label, metrics) per scope drawn: each phase, then ``all``. With a single phase
+    ``all`` is that phase (nothing lies between steps), so it is shown once, named as both."""
+    phases = summary.get("phases") or {}
+    order = [p for p in PHASES if p in phases] + sorted(set(phases) - set(PHASES))
+    scopes = [(name, _phase_label(name), phases[name]) for name in order]
+    if len(scopes) == 1:
+        return [(order[0], f"{_phase_label(order[0])} (= all)", summary.get("all") or {})]
+    return scopes + [("all", "all", summary.get("all") or {})]
+
+
+def _phase_label(name: str) -> str:
+    return "between steps" if name == "between" else name
+
+
 def phase_section(summary: dict) -> Markup:
     """Stacked component bars against device-active time, per phase and overall; then queue
     wait and GPU idle by cause, each on its own axis and only where measured."""
-    phases = summary.get("phases") or {}
-    order = [p for p in PHASES if p in phases] + sorted(set(phases) - set(PHASES))
-    groups = [_bar_group(name, phases[name]) for name in order] + [_bar_group("all", summary.get("all") or {})]
+    scopes = phase_scopes(summary)
+    groups = [_bar_group(label, metrics) for _, label, metrics in scopes]
     chart = component_chart(groups)
     if chart is None:
         note = ("no CUDA device in trace: the TaxBreak components, T_DeviceActive and HDBI are not measured "
-                "(the host partition of the timeline section still is)")
-        return join([tag("p", note, class_="missing"), _phase_table(order, phases, summary)])
-    unmeasured = sorted({s.label for g in groups for s in g.segments if s.value is None})
-    notes = [tag("p", "not measured (not drawn): ", ", ".join(unmeasured), class_="missing")] if unmeasured else []
+                "in any phase (the host partition of the timeline section still is)")
+        return join([tag("p", note, class_="missing"), _phase_table(scopes)])
+    notes = [tag("p", f"{g.label}: not measured (not drawn): ", ", ".join(missing), class_="missing")
+             for g in groups if (missing := [seg.label for seg in g.segments if seg.value is None])]
     queue = queue_chart(groups)
     queue_part = [tag("h3", "Queue wait (device side, not host time)"), queue] if queue is not None else \
-        [tag("p", "Queue wait: none (no launched kernel waited behind earlier work)", class_="note")]
-    return join([chart, *notes, *queue_part, idle_section(order, phases, summary), stalls_section(summary),
-                 _phase_table(order, phases, summary)])
+        [tag("p", "Queue wait: none in any phase (no launched kernel waited behind earlier work)", class_="note")]
+    return join([chart, *notes, *queue_part, idle_section(scopes), stalls_section(summary),
+                 _phase_table(scopes)])
 
 
-def idle_section(order: list[str], phases: dict, summary: dict) -> Markup:
+def idle_section(scopes: list[tuple[str, str, dict]]) -> Markup:
     """GPU idle by the host layer that caused it, per phase (skipped, with a line, when not measured)."""
-    rows = [("between steps" if name == "between" else name, phases[name].get("idle_by_cause_us")) for name in order]
-    rows.append(("all", (summary.get("all") or {}).get("idle_by_cause_us")))
-    chart = idle_chart(rows)
+    chart = idle_chart([(label, metrics.get("idle_by_cause_us")) for _, label, metrics in scopes])
     if chart is None:
-        return tag("p", "GPU idle by cause: not measured (no device activity)", class_="missing")
-    return join([tag("h3", "GPU idle by cause"), chart, device_busy_table((summary.get("all") or {}).get("devices"))])
+        return tag("p", "GPU idle by cause: not measured in any phase (no device activity)", class_="missing")
+    all_metrics = scopes[-1][2]  # the last scope is all (or the single phase that is all)
+    return join([tag("h3", "GPU idle by cause"), chart, device_busy_table(all_metrics.get("devices"))])
 
 
 BUSY_KEYS = ("device_busy_us", "device_kernel_busy_us", "device_copy_busy_us", "device_memset_busy_us")
@@ -161,19 +184,18 @@ def device_busy_table(devices: dict | None) -> Markup:
 
 def _bar_group(label: str, metrics: dict) -> BarGroup:
     segments = [Segment(key, name, number(metrics.get(key))) for key, name in COMPONENTS]
-    label = "between steps" if label == "between" else label
     return BarGroup(label, segments, number(metrics.get("device_active_us")), number(metrics.get("hdbi")),
                     number(metrics.get("orchestration_us")), queue_us=number(metrics.get("queue_wait_union_us")))
 
 
-def _phase_table(order: list[str], phases: dict, summary: dict) -> Markup:
+def _phase_table(scopes: list[tuple[str, str, dict]]) -> Markup:
     # the host rows are measured without a GPU too: on a CPU run they are the comparable numbers
     keys = [k for k, _ in COMPONENTS] + ["orchestration_us", "device_active_us", *BUSY_KEYS, "hdbi", "kernels",
                                          "kernels_per_token", "orchestration_us_per_token", "steps",
                                          "aten_ops", "aten_ops_per_token", "host_thread_us"]
-    head = tag("tr", tag("th", "metric"), *[tag("th", p) for p in order + ["all"]])
-    rows = [tag("tr", tag("td", key), *[_cell(_mval(phases.get(p) if p != "all" else summary.get("all"), key), key)
-                                       for p in order + ["all"]]) for key in keys]
+    head = tag("tr", tag("th", "metric"), *[tag("th", label) for _, label, _ in scopes])
+    rows = [tag("tr", tag("td", metric_label(key), title=key), *[_cell(_mval(m, key), key) for _, _, m in scopes])
+            for key in keys]
     return tag("table", head, *rows)
 
 
@@ -376,4 +398,5 @@ def render_html(analysis, manifest: dict | None = None, title: str | None = None
     page_title = f"taxbreak report — {title}" if title else "taxbreak report"
     head = join([void("meta", charset="utf-8"), void("meta", http_equiv="Content-Security-Policy", content=CSP),
                  tag("title", page_title), tag("style", Markup(CSS))])
-    return "<!DOCTYPE html>\n" + tag("html", tag("head", head), tag("body", body), lang="en") + "\n"
+    script = Markup(f"<script>{SCRIPT}</script>")  # a fixed file of the package, never trace text
+    return "<!DOCTYPE html>\n" + tag("html", tag("head", head), tag("body", body, script), lang="en") + "\n"

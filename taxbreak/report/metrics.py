@@ -59,6 +59,35 @@ COMPONENTS: tuple[tuple[str, str], ...] = (
     ("launch_latency_us", "launch latency (exposed, above floor)"),
 )
 
+# What the reports call each metric (its unit is added where it is shown).
+METRIC_LABELS: dict[str, str] = dict(COMPONENTS) | {
+    "framework_us": "framework total (ΔFT)", "orchestration_us": "T_Orchestrate",
+    "device_active_us": "T_DeviceActive", "wall_us": "elapsed (analysis window)",
+    "device_busy_us": "GPU busy (union of devices)", "device_idle_us": "GPU idle (Σ devices)", "hdbi": "HDBI",
+    "kernels": "kernels", "launches": "launches", "kernels_per_token": "kernels / token",
+    "orchestration_us_per_token": "orchestration / token",
+    "aten_ops": "host: ATen ops", "aten_ops_per_token": "host: ATen ops / token",
+    "host_python_us": "host: Python", "host_dispatch_us": "host: ATen dispatch",
+    "host_library_us": "host: CUDA library",
+    "host_launch_api_us": "host: launch API", "host_sync_us": "host: sync waits",
+    "host_other_api_us": "host: other runtime API", "host_untraced_us": "host: untraced", "host_thread_us": "host: wall",
+    "exposed_orchestration_us": "host: exposed (device idle)",
+}
+# ... and the per-phase table of the HTML report besides
+TABLE_LABELS: dict[str, str] = METRIC_LABELS | {
+    "device_kernel_busy_us": "GPU busy: kernels", "device_copy_busy_us": "GPU busy: copies (memcpy)",
+    "device_memset_busy_us": "GPU busy: memsets", "steps": "steps",
+}
+UNITLESS: tuple[str, ...] = ("hdbi", "kernels", "launches", "kernels_per_token", "aten_ops", "aten_ops_per_token",
+                             "steps", "tokens")
+
+
+def metric_label(key: str) -> str:
+    """The metric's name as the reports show it, with its unit (``T_Orchestrate µs``)."""
+    label = TABLE_LABELS.get(key, key.removesuffix("_us").replace("_", " "))
+    return label if key in UNITLESS or not key.endswith("_us") else label + " µs"
+
+
 # Host-side cost metrics: an increase is a regression. This is the set that
 # the budget file's `[regression] max_pct` applies to (docs/ci.md).
 ORCHESTRATION_METRICS: tuple[str, ...] = (

@@ -3,12 +3,20 @@
 Host lanes (one per thread) have a row each for annotations, Python frames and
 ATen ops plus a row of CUDA API calls; device lanes (one per stream) show
 kernels, copies and sets. Spans where no stream of a device is busy are shaded
-as idle. Times come from the canonical tables (int64 ns from the trace origin);
-the chart is drawn by matplotlib (:mod:`taxbreak.report.plotting`), one bar
-collection per row, with µs ticks from the window's start.
+as idle. Times come from the canonical tables (int64 ns from the trace origin).
+
+The window is the step's host span widened to the device work its launch calls
+issued (joined on ``(process, correlation)``): a kernel runs after its launch,
+often after the step's host span has ended (a vLLM step returns while its
+CUDA-graph replay still runs), so the host span alone can hold none of it.
+
+The chart is hand-written SVG, one ``<rect>`` per event with its name and
+duration as ``<title>``; the page script zooms it (wheel) and pans it (drag)
+by rewriting the rects' ``x``/``width`` and the µs ticks (:mod:`taxbreak.report.page`).
 """
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,11 +27,14 @@ from ..decompose.host_frames import BLOCKING_FRAME
 from ..decompose.views import name_flags
 from ..decompose.views import LINKABLE_API_KINDS
 from ..trace.tables import TraceTables
-from .markup import Markup, tag
-from .svg import IDLE_COLORS
+from .markup import Markup, join, tag, void
+from .svg import IDLE_COLORS, chart, legend, nice_ticks, rect, text, tick_text
 
 MAX_EVENTS = 4000
-ROW_IN = 0.2  # figure height per row, inches
+ROW_H = 14  # px per row
+LABEL_W, PLOT_W = 280, 840  # label column and plot width, px
+LABEL_CHARS = 48  # a 10 px label this long fits the label column
+LAUNCH_KINDS = ("launch", "graph_launch", "memcpy", "memset")
 NO_STREAM = (-1, 4294967295)  # CUPTI's "no stream" (2^32-1): device-wide events such as syncs
 HOST_COLORS = {"python": "#76b7b2", "op": "#4e79a7", "annotation": "#bab0ac"}
 API_COLORS = {"launch": "#e15759", "graph_launch": "#e15759", "sync": "#9c755f", "library": "#edc948"}
@@ -73,11 +84,13 @@ def _in_window(frame: pd.DataFrame, w: Window) -> pd.DataFrame:
 
 
 def choose_window(tables: TraceTables, steps: pd.DataFrame | None) -> Window | None:
-    """The representative step's span, or the whole trace when there are no steps."""
+    """The representative step's span widened to the device work it launched, or the whole
+    trace when there are no steps."""
     row = representative_step(steps)
     if row is not None:
-        return Window(int(row["start_ns"]), int(row["end_ns"]),
-                      f"step {row.get('step', '?')} ({row.get('phase', 'unknown')}) {row.get('name', '')}")
+        w = Window(int(row["start_ns"]), int(row["end_ns"]),
+                   f"step {row.get('step', '?')} ({row.get('phase', 'unknown')}) {row.get('name', '')}")
+        return widened_to_launched_work(tables, w)
     starts, ends = [], []
     for t in (tables.host_events, tables.api_calls, tables.device_activities):
         if t.num_rows:
@@ -89,6 +102,33 @@ def choose_window(tables: TraceTables, steps: pd.DataFrame | None) -> Window | N
     return Window(int(min(starts)), int(max(ends)), "whole trace (no step markers)")
 
 
+def launched_device_span(tables: TraceTables, start_ns: int, end_ns: int) -> tuple[int, int] | None:
+    """(first start, last end) of the device work whose launch, copy or set call starts in
+    [start_ns, end_ns), joined on (process, correlation); None when it launched none."""
+    api = _frame(tables.api_calls, ["process", "kind", "start_ns", "correlation"])
+    api = api[(api["start_ns"] >= start_ns) & (api["start_ns"] < end_ns) & (api["correlation"] >= 0)
+              & api["kind"].isin(LAUNCH_KINDS)]
+    if len(api) == 0:
+        return None
+    dev = _frame(tables.device_activities, ["process", "start_ns", "dur_ns", "correlation"])
+    work = dev.merge(api[["process", "correlation"]].drop_duplicates(), on=["process", "correlation"])
+    if len(work) == 0:
+        return None
+    return int(work["start_ns"].min()), int((work["start_ns"] + work["dur_ns"]).max())
+
+
+def widened_to_launched_work(tables: TraceTables, w: Window) -> Window:
+    """``w`` extended to hold the device work launched inside it, with a note saying by how much."""
+    span = launched_device_span(tables, w.start_ns, w.end_ns)
+    if span is None or (span[0] >= w.start_ns and span[1] <= w.end_ns):
+        return w
+    start, end = min(w.start_ns, span[0]), max(w.end_ns, span[1])
+    note = (f"the step's host span is {(w.end_ns - w.start_ns) / 1e3:,.1f} µs; the window runs "
+            f"{(end - w.end_ns) / 1e3:,.1f} µs past it to hold the device work the step launched "
+            "(linked by correlation). ")
+    return Window(start, end, w.label, note)
+
+
 def _cap(frames: list[pd.DataFrame], w: Window) -> Window:
     """Shrink the window so it holds at most MAX_EVENTS events (keeps the page light)."""
     starts = np.sort(np.concatenate([f["start_ns"].to_numpy() for f in frames] or [np.zeros(0)]))
@@ -97,23 +137,25 @@ def _cap(frames: list[pd.DataFrame], w: Window) -> Window:
     cut = int(starts[MAX_EVENTS])
     shown_us, span_us = (cut - w.start_ns) / 1e3, (w.end_ns - w.start_ns) / 1e3
     note = f"showing the first {shown_us:,.1f} of {span_us:,.1f} µs ({MAX_EVENTS:,} of {len(starts):,} events)"
-    return Window(w.start_ns, max(cut, w.start_ns + 1), w.label, note)
+    return Window(w.start_ns, max(cut, w.start_ns + 1), w.label, w.note + note)
 
 
 @dataclass
 class Row:
-    """One row of the chart: a label and its intervals (ns) with a colour each."""
+    """One row of the chart: a label and its intervals (ns) with a colour and a name each."""
 
     label: str
     start_ns: np.ndarray
     end_ns: np.ndarray
     colors: list[str]
+    names: list[str] | None = None
 
 
 def _row(label: str, frame: pd.DataFrame, palette: dict[str, str], default: str) -> Row:
     start = frame["start_ns"].to_numpy(dtype=np.int64)
+    names = frame["name"].astype(str).tolist() if "name" in frame.columns else None
     return Row(label, start, start + frame["dur_ns"].to_numpy(dtype=np.int64),
-               frame["kind"].map(palette).fillna(default).tolist())
+               frame["kind"].map(palette).fillna(default).tolist(), names)
 
 
 HOST_ROWS = ("annotation", "python", "op")
@@ -201,48 +243,83 @@ def render_timeline(tables: TraceTables, steps: pd.DataFrame | None) -> tuple[Ma
     host, api, dev = _in_window(host, w), _in_window(api, w), _in_window(dev, w)
     hrows = host_rows(host, api, tables.meta.thread_names)
     drows, idle = device_rows(dev, w)
-    return draw(hrows, drows, idle, w), w
+    return draw(hrows, drows, idle, w, tables.device_activities.num_rows), w
 
 
 LEGEND = (("#76b7b2", "Python"), ("#4e79a7", "ATen op"), ("#bab0ac", "annotation"), ("#e15759", "launch API"),
           ("#edc948", "library API"), ("#9c755f", "sync"), ("#f28e2b", "other API"), ("#59a14f", "kernel"),
-          ("#af7aa1", "memcpy"), ("#ff9da7", "memset"))
+          ("#af7aa1", "memcpy"), ("#ff9da7", "memset"), (IDLE_COLORS["blocked"], "blocking wait"))
+TOP, HOST_DEVICE_GAP = 8, 10
+CLIP = "timeline-clip"
 
 
-def draw(hrows: list[Row], drows: list[Row], idle: list[tuple[int, int, Row]], w: Window) -> Markup:
-    """Host rows over device rows on one µs axis; device idle shaded across its streams."""
-    from matplotlib.patches import Patch
-
-    from . import plotting
-
+def draw(hrows: list[Row], drows: list[Row], idle: list[tuple[int, int, Row]], w: Window,
+         device_events: int = 0) -> Markup:
+    """Host rows over device rows on one µs axis; device idle shaded across its streams.
+    ``device_events``: device activities in the whole trace (to say why none is drawn)."""
     rows = hrows + drows
-    with plotting.style():
-        fig = plotting.figure(ROW_IN * max(len(rows), 2) + 1.4, width_in=11.0)
-        ax = fig.add_subplot()
-        top = len(rows)  # row i is drawn at y = top - 1 - i: the first row at the top
-        to_us = lambda ns: (np.asarray(ns, dtype=np.int64) - w.start_ns) / 1e3  # noqa: E731
-        for i, row in enumerate(rows):
-            spans = np.column_stack([to_us(row.start_ns), to_us(row.end_ns) - to_us(row.start_ns)])
-            ax.broken_barh(spans, (top - 1 - i + 0.12, 0.76), facecolors=row.colors, linewidth=0, gid=f"row{i}")
-        for n, (first, count, gaps) in enumerate(idle):
-            y0 = top - len(hrows) - first - count
-            spans = np.column_stack([to_us(gaps.start_ns), to_us(gaps.end_ns) - to_us(gaps.start_ns)])
-            ax.broken_barh(spans, (y0, count), facecolors=IDLE_FILL, alpha=0.12, linewidth=0, gid=f"idle{n}")
-        if hrows and drows:
-            ax.axhline(top - len(hrows), color="#999", linewidth=0.6)
-        ax.set_yticks(top - 1 - np.arange(len(rows)) + 0.5, [r.label for r in rows], fontsize=7.5)
-        ax.set_ylim(0, max(top, 1))
-        ax.set_xlim(0, (w.end_ns - w.start_ns) / 1e3)
-        plotting.plain_ticks(ax.xaxis)
-        ax.set_xlabel(f"µs from the window's start ({(w.end_ns - w.start_ns) / 1e3:,.1f} µs shown)")
-        ax.tick_params(axis="y", length=0)
-        ax.grid(axis="x", color="#eeeeee", linewidth=0.5)
-        ax.set_axisbelow(True)
-        if not drows:
-            ax.set_title("no device activity in this window (no CUDA device in trace?)", fontsize=8,
-                         fontstyle="italic", loc="left")
-        shown = {c for row in rows for c in row.colors}  # a legend of what is drawn, not of every kind
-        handles = [Patch(color=c, label=n) for c, n in LEGEND if c in shown] + \
-            ([Patch(color=IDLE_FILL, alpha=0.25, label="device idle (shaded)")] if drows else [])
-        plotting.legend_below(ax, handles, ncol=6, fontsize=7.5)
-        return plotting.to_svg(fig, "step timeline", "timeline")
+    ys = [TOP + i * ROW_H + (HOST_DEVICE_GAP if i >= len(hrows) else 0) for i in range(len(rows))]
+    bottom = (ys[-1] + ROW_H if ys else TOP) + 4
+    to_px = _scale(w)
+    labels = [text(4, y + 10, _short(row.label, LABEL_CHARS), class_="lbl") for row, y in zip(rows, ys)]
+    shades = [_rects(gaps, ys[len(hrows) + first], count * ROW_H, to_px, "idle", f"{gaps.label} ")
+              for first, count, gaps in idle]
+    marks = [_rects(row, y + 2, ROW_H - 3, to_px, "ev") for row, y in zip(rows, ys)]
+    plot = tag("g", *shades, *marks, class_="tl-plot", clip_path=f"url(#{CLIP})")
+    defs = tag("defs", tag("clipPath", void("rect", x=LABEL_W, y=0, width=PLOT_W, height=bottom), id=CLIP))
+    parts = [defs, *labels, plot, _axis(w, bottom)]
+    if hrows and drows:
+        parts.append(void("line", x1=0, y1=ys[len(hrows)] - HOST_DEVICE_GAP / 2, x2=LABEL_W + PLOT_W,
+                          y2=ys[len(hrows)] - HOST_DEVICE_GAP / 2, stroke="#999"))
+    if not drows:
+        parts.append(text(LABEL_W, bottom + 48, _no_device_note(device_events), class_="missing"))
+    shown = {c for row in rows for c in row.colors}  # a legend of what is drawn, not of every kind
+    items = [(c, n) for c, n in LEGEND if c in shown] + ([(IDLE_FILL, "device idle (shaded)")] if drows else [])
+    keys, height = legend(items, bottom + (60 if not drows else 40), LABEL_W + PLOT_W)
+    return chart(LABEL_W + PLOT_W + 10, bottom + (60 if not drows else 40) + height, *parts, *keys,
+                 label="step timeline", name="timeline", cls="chart timeline",
+                 data_left=LABEL_W, data_width=PLOT_W, data_span_us=f"{(w.end_ns - w.start_ns) / 1e3:.3f}")
+
+
+def _no_device_note(device_events: int) -> str:
+    if device_events:
+        return (f"no device work in this window, nor launched from it (the trace holds {device_events:,} "
+                "device activities elsewhere)")
+    return "no device activity in this window: the trace holds none (no CUDA device in trace)"
+
+
+def _scale(w: Window):
+    """ns → px inside the plot area (the label column on its left)."""
+    per_ns = PLOT_W / max(w.end_ns - w.start_ns, 1)
+    return lambda ns: LABEL_W + (np.asarray(ns, dtype=np.int64) - w.start_ns) * per_ns
+
+
+def _rects(row: Row, y: float, h: float, to_px, cls: str, prefix: str = "") -> Markup:
+    """The row's intervals as ``<rect>``s, each titled with its name, duration and start. A rect
+    narrower than half a pixel is drawn half a pixel wide, its true width kept in ``data-w``
+    for the zoom."""
+    x0, x1 = to_px(row.start_ns), to_px(row.end_ns)
+    width = x1 - x0
+    dur_us = (row.end_ns - row.start_ns) / 1e3
+    names = row.names or [""] * len(x0)
+    out = []
+    for x, wd, color, name, dur in zip(x0.tolist(), width.tolist(), row.colors, names, dur_us.tolist()):
+        tiny = f' data-w="{wd:.4f}"' if wd < 0.5 else ""
+        tip = html.escape(f"{prefix}{name}{' · ' if name else ''}{dur:,.2f} µs", quote=False)
+        out.append(f'<rect class="{cls}" x="{x:.3f}" y="{y:.1f}" width="{max(wd, 0.5):.3f}" height="{h:.1f}" '
+                   f'fill="{color}"{tiny}><title>{tip}</title></rect>')
+    return Markup("".join(out))
+
+
+def _axis(w: Window, y: float) -> Markup:
+    """µs ticks from the window's start (the page script redraws them when zoomed)."""
+    span_us = (w.end_ns - w.start_ns) / 1e3
+    ticks = [t for t in nice_ticks(span_us, 8) if t <= span_us * 1.0001]
+    parts = [void("line", x1=LABEL_W, y1=f"{y:.1f}", x2=LABEL_W + PLOT_W, y2=f"{y:.1f}", stroke="#999")]
+    for t in ticks:
+        x = LABEL_W + PLOT_W * t / max(span_us, 1e-9)
+        parts += [void("line", x1=f"{x:.1f}", y1=0, x2=f"{x:.1f}", y2=f"{y:.1f}", stroke="#eee"),
+                  text(x, y + 14, tick_text(t), "middle")]
+    label = text(LABEL_W + PLOT_W / 2, y + 32, f"µs from the window's start ({span_us:,.1f} µs shown; "
+                 "wheel: zoom, drag: pan, double-click: reset)", "middle", class_="tl-xlabel")
+    return join([tag("g", *parts, class_="tl-axis", data_y=f"{y:.1f}"), label])

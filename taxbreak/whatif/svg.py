@@ -1,4 +1,4 @@
-"""Sweep line charts as static SVG, drawn by matplotlib (:mod:`taxbreak.report.plotting`).
+"""Sweep line charts as static SVG, drawn by matplotlib (:mod:`taxbreak.whatif.plotting`).
 
 One chart = one metric against one axis (batch size or sequence length), one
 line per value of the other axis. Missing points (``None``/NaN: not measured)
@@ -58,14 +58,14 @@ def _fmt(value: float) -> str:
 
 def render_chart(chart: Chart, name: str = "chart") -> str:
     """The chart as one ``<svg>`` element (string); ``name`` prefixes its ids."""
-    from ..report import plotting
+    from . import plotting
 
     return str(plotting.to_svg(chart_figure(chart), chart.title, name))
 
 
 def chart_figure(chart: Chart):
     """The matplotlib figure of ``chart`` (an empty chart says "not measured" in its middle)."""
-    from ..report import plotting
+    from . import plotting
 
     with plotting.style():
         fig = plotting.figure(HEIGHT_IN, WIDTH_IN)

@@ -1,6 +1,8 @@
 """The HTML report: escaping, self-containment, honest "not measured" values."""
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import re
 import xml.etree.ElementTree as ET
@@ -11,7 +13,7 @@ from click.testing import CliRunner
 
 from taxbreak.cli.main import main
 from taxbreak.decompose import analyze
-from taxbreak.report.html import render_html
+from taxbreak.report.html import SCRIPT, render_html
 from taxbreak.report.markup import Markup, esc, tag, void
 
 from .fake import XSS_KERNEL, make_analysis, phase_metrics
@@ -45,14 +47,6 @@ class _Refs(HTMLParser):
 SVG = "{http://www.w3.org/2000/svg}"
 
 
-def _svg_group(html: str, gid: str) -> ET.Element:
-    """The ``<g id=gid>`` element of the inline chart that holds it."""
-    at = html.index(f'id="{gid}"')
-    start = html.rindex("<svg", 0, at)
-    root = ET.fromstring(html[start: html.index("</svg>", at) + len("</svg>")])
-    return next(g for g in root.iter(f"{SVG}g") if g.get("id") == gid)
-
-
 XML_NAMESPACES = ("http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink")  # names, not fetched
 
 
@@ -79,12 +73,15 @@ def _tags(html: str) -> set[str]:
 
 def test_trace_strings_are_escaped_everywhere():
     html = render_html(make_analysis(), manifest=MANIFEST, title="<b>run</b>")
-    assert "<script" not in html.lower() and "<img" not in html.lower()
-    assert not _tags(html) & {"script", "img", "iframe", "object", "embed", "link"}
+    # one script, the package's own, allowed by its hash and nothing else
+    assert html.lower().count("<script") == 1 and f"<script>{SCRIPT}</script>" in html and "<img" not in html.lower()
+    assert not _tags(html) & {"img", "iframe", "object", "embed", "link"}
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "&lt;img src=x onerror=&quot;alert(2)&quot;&gt;" in html
     assert "&lt;b&gt;run&lt;/b&gt;" in html
     assert 'http-equiv="Content-Security-Policy" content="default-src &#x27;none&#x27;' in html
+    digest = base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()
+    assert f"script-src &#x27;sha256-{digest}&#x27;" in html and "unsafe-eval" not in html
 
 
 def test_report_is_self_contained():
@@ -110,7 +107,8 @@ def test_unmeasured_values_are_labelled_never_zero():
     a.summary["phases"] = {"decode": cpu_only}
     html = render_html(a)
     assert "no CUDA device in trace" in html
-    assert "not measured (not drawn): framework Python (ΔFT py)" in html
+    # one phase is all: drawn once, and the note names it
+    assert "decode (= all): not measured (not drawn): framework Python (ΔFT py)" in html
     assert "not measured (unavailable: no device activity in trace)" in html
     assert re.search(r"HDBI<b class=\"missing\">not measured</b>", html)
 
@@ -130,8 +128,9 @@ def test_planted_trace_report_numbers(tmp_path):
     assert "4.50 µs (source: given)" in html
     assert "HDBI<b>0.324</b>" in html and "T_Orchestrate<b>37.50 µs</b>" in html
     assert "step 0 (decode) taxbreak/decode/0" in html
-    # device idle gaps: before K1, K1-K2, K2-K3, after K3
-    assert len(_svg_group(html, "timeline-idle0").findall(f"{SVG}path")) == 4
+    # device idle gaps in the step [5, 125] µs: before K1 [30, 35], K1-K2 [40, 45], K2-K3 [100, 108], after K3
+    idle = [r for r in _chart(html, "timeline").iter(f"{SVG}rect") if r.get("class") == "idle"]
+    assert [r.find(f"{SVG}title").text for r in idle] == [f"GPU 0 idle {us:.2f} µs" for us in (25, 5, 55, 17)]
 
 
 def test_phase_table_shows_the_host_side_numbers(tmp_path):
@@ -139,10 +138,13 @@ def test_phase_table_shows_the_host_side_numbers(tmp_path):
     trace = write_planted(tmp_path / "t.json")
     a = analyze(trace, floor_us=FLOOR_US, tokens=2)
     html = render_html(a, title=str(trace))
-    phase_table = html[html.index("<td>steps</td>"):]
+    phase_table = html[html.index('<td title="steps">steps</td>'):]
     ops = a.summary["all"]["aten_ops"]
-    assert re.search(rf"<td>aten_ops</td>(<td[^>]*>[^<]*</td>)*?<td[^>]*>{ops}</td>", phase_table)
-    assert "<td>aten_ops_per_token</td>" in phase_table and "<td>host_thread_us</td>" in phase_table
+    assert re.search(rf'<td title="aten_ops">host: ATen ops</td>(<td[^>]*>[^<]*</td>)*?<td[^>]*>{ops}</td>',
+                     phase_table)
+    assert '<td title="aten_ops_per_token">host: ATen ops / token</td>' in phase_table
+    assert '<td title="host_thread_us">host: wall µs</td>' in phase_table
+    assert not re.search(r"<td>[a-z]+_[a-z_]+</td>", html)  # no snake_case metric name as a row label
 
 
 def test_cli_report_from_run_directory(tmp_path):
@@ -154,7 +156,7 @@ def test_cli_report_from_run_directory(tmp_path):
     result = CliRunner().invoke(main, ["report", str(run), "-o", str(out), "--floor-us", "4.5"])
     assert result.exit_code == 0, result.output
     html = out.read_text()
-    assert "llama-3.2-1b" in html and "<script" not in html
+    assert "llama-3.2-1b" in html and html.count("<script") == 1 and f"<script>{SCRIPT}</script>" in html
     assert "aten::&lt;img src=x onerror=&quot;alert(2)&quot;&gt;" in html
 
 
@@ -194,28 +196,37 @@ def test_real_traces_render(shared_traces, rel):
         assert "no CUDA device in trace" in html or "not measured" in html
 
 
-def _bars(ax, gid: str) -> list[tuple[float, float]]:
-    """(left, width) in data units of the bars drawn with ``gid``, top row first."""
-    patches = sorted((p for p in ax.patches if (p.get_gid() or "").rsplit("-", 1)[0] == gid),
-                     key=lambda p: -p.get_y())
-    return [(round(p.get_x(), 6), round(p.get_width(), 6)) for p in patches]
+def _chart(html: str, name: str) -> ET.Element:
+    """The inline ``<svg id=name>`` of a page (or a chart string), parsed."""
+    start = html.index(f'id="{name}"')
+    start = html.rindex("<svg", 0, start)
+    return ET.fromstring(html[start: html.index("</svg>", start) + len("</svg>")])
 
 
-def test_component_bars_stack_on_one_scale_with_the_device_bar():
-    from taxbreak.report.svg import BarGroup, Segment, component_figure
+def _marks(svg: str | ET.Element, tag: str = "rect") -> list[tuple[str, float, float]]:
+    """(title, x, width) of every titled mark, in drawing order."""
+    root = ET.fromstring(svg) if isinstance(svg, str) else svg
+    return [(el.find(f"{SVG}title").text, float(el.get("x", el.get("cx", 0))), float(el.get("width", 0)))
+            for el in root.iter(f"{SVG}{tag}") if el.find(f"{SVG}title") is not None]
+
+
+def test_component_bars_stack_on_one_scale_with_the_device_bar_and_name_their_values():
+    from taxbreak.report.svg import LABEL_W, BarGroup, Segment, component_chart
 
     group = BarGroup("decode", [Segment("framework_python_us", "py", 10.0), Segment("library_us", "lib", None),
                                 Segment("launch_floor_us", "floor", 20.0)], device_us=60.0, hdbi=0.5,
                      orchestration_us=30.0)
-    ax = component_figure([group]).axes[0]
-    assert _bars(ax, "framework_python_us") == [(0.0, 10.0)]
-    assert _bars(ax, "launch_floor_us") == [(10.0, 20.0)]  # stacked after Python
-    assert _bars(ax, "device_active_us") == [(0.0, 60.0)] and _bars(ax, "library_us") == []  # unmeasured: no bar
-    labels = [t.get_text() for t in ax.get_yticklabels()]
-    assert labels == ["decode · HDBI 0.500\nT_Orchestrate 30.00 µs\ndevice 60.00 µs"]
-    assert ax.get_xlabel().startswith("µs") and len(ax.get_xticks()) >= 3
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == \
-        ["framework Python (ΔFT py)", "launch floor (ΔKT = N·T_sys)", "device active"]
+    marks = _marks(component_chart([group]))
+    assert [m[0] for m in marks] == ["decode · py: 10.00 µs", "decode · floor: 20.00 µs",
+                                     "decode · T_DeviceActive: 60.00 µs"]  # unmeasured: no bar
+    (_, x_py, w_py), (_, x_floor, w_floor), (_, x_dev, w_dev) = marks
+    assert x_py == x_dev == LABEL_W and x_floor == pytest.approx(x_py + w_py, abs=1e-3)  # stacked after Python
+    assert w_floor == pytest.approx(2 * w_py, abs=1e-3) and w_dev == pytest.approx(6 * w_py, abs=1e-3)
+    svg = component_chart([group])
+    for label in ("decode · HDBI 0.500", "T_Orchestrate 30.00 µs", "device 60.00 µs", "framework Python (ΔFT py)",
+                  "launch floor (ΔKT = N·T_sys)", "device active"):
+        assert f">{label}</text>" in svg
+    assert "CUDA library (ΔCT)" not in svg  # the legend names what is drawn
 
 
 def test_charts_with_nothing_to_show_are_not_drawn():
@@ -228,14 +239,16 @@ def test_charts_with_nothing_to_show_are_not_drawn():
 
 
 def test_one_step_is_a_bar_not_a_dot_and_unmeasured_steps_break_the_line():
-    from taxbreak.report.svg import step_figure
+    from taxbreak.report.svg import step_chart
 
-    ax = step_figure([3], [("decode", [0.25])], "HDBI", y_max=1.0).axes[0]
-    assert _bars(ax, "bar") == [(2.75, 0.5)] and ax.patches[0].get_height() == 0.25 and not ax.lines
-    ax = step_figure([0, 1, 2], [("prefill", [0.5, None, 0.7])], "HDBI", y_max=1.0).axes[0]
-    ys = ax.lines[0].get_ydata()
-    assert ys[0] == 0.5 and ys[1] != ys[1] and ys[2] == 0.7  # NaN: the line breaks there
-    assert ax.get_ylim() == (0.0, 1.0) and all(float(t).is_integer() for t in ax.get_xticks())
+    one = ET.fromstring(step_chart([3], [("decode", [0.25])], "HDBI", "h", y_max=1.0))
+    assert [m[0] for m in _marks(one)] == ["decode step 3: 0.250"] and not list(one.iter(f"{SVG}polyline"))
+    bar = next(r for r in one.iter(f"{SVG}rect") if r.find(f"{SVG}title") is not None)
+    assert float(bar.get("height")) == pytest.approx(150 * 0.25, abs=0.1)  # a quarter of the 0..1 axis
+    line = ET.fromstring(step_chart([0, 1, 2], [("prefill", [0.5, None, 0.7])], "HDBI", "h", y_max=1.0))
+    assert len(list(line.iter(f"{SVG}polyline"))) == 2  # the unmeasured step breaks the line
+    assert [m[0] for m in _marks(line, "circle")] == ["prefill step 0: 0.500", "prefill step 2: 0.700"]
+    assert [t.text for t in line.iter(f"{SVG}text")][:6] == ["0", "0.2", "0.4", "0.6", "0.8", "1"]
 
 
 def test_chart_svg_is_deterministic_and_script_free():
@@ -245,6 +258,26 @@ def test_chart_svg_is_deterministic_and_script_free():
     b = step_chart([0, 1], [("decode", [1.0, 2.0])], "µs", "t")
     assert a == b and a.startswith("<svg") and "<script" not in a and "<?xml" not in a
     ET.fromstring(a)  # well-formed on its own
+
+
+def test_one_phase_trace_draws_each_bar_once():
+    html = render_html(make_analysis(phases=("prefill",)))
+    components = _chart(html, "components")
+    assert [m[0] for m in _marks(components) if "T_DeviceActive" in m[0]] == \
+        ["prefill (= all) · T_DeviceActive: 800 µs"]
+    assert "<th>prefill (= all)</th>" in html and "<th>all</th>" not in html
+    two = render_html(make_analysis())
+    assert len([m for m in _marks(_chart(two, "components")) if "T_DeviceActive" in m[0]]) == 3
+
+
+def test_every_note_names_its_phase():
+    a = make_analysis()
+    a.summary["phases"]["between"] = phase_metrics(framework_python_us=None, library_us=None)
+    a.summary["all"]["launch_latency_us"] = None
+    html = render_html(a)
+    assert "between steps: not measured (not drawn): framework Python (ΔFT py), CUDA library (ΔCT)" in html
+    assert "all: not measured (not drawn): launch latency (exposed, above floor)" in html
+    assert "not measured (not drawn): framework Python" not in html.replace("between steps: not measured", "")
 
 
 def test_sentinel_stream_is_no_stream():
@@ -277,8 +310,8 @@ def test_representative_step_is_the_median_decode_step():
     assert representative_step(steps)["step"] == 3
 
 
-def test_matplotlib_is_imported_only_when_a_chart_is_drawn(tmp_path):
-    """``taxbreak analyze`` and importing the report modules do not pay for matplotlib."""
+def test_neither_analyze_nor_a_report_imports_matplotlib(tmp_path):
+    """The report's charts are written directly; only a sweep's charts use matplotlib."""
     import subprocess
     import sys
 
@@ -286,7 +319,46 @@ def test_matplotlib_is_imported_only_when_a_chart_is_drawn(tmp_path):
     code = ("import sys\n"
             "import taxbreak.report.html, taxbreak.report.svg, taxbreak.report.timeline, taxbreak.whatif.sweep_report\n"
             "from taxbreak.cli.main import main\n"
-            f"try:\n    main(['analyze', {str(trace)!r}, '--json'])\nexcept SystemExit:\n    pass\n"
+            f"for argv in (['analyze', {str(trace)!r}, '--json'], ['report', {str(trace)!r}, '-o', "
+            f"{str(tmp_path / 'r.html')!r}]):\n"
+            "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
             "print('matplotlib' in sys.modules, file=sys.stderr)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stderr.strip().splitlines()[-1] == "False"
+
+
+def _one_step(start_ns: int, end_ns: int):
+    import pandas as pd
+
+    return pd.DataFrame({"step": [0], "phase": ["decode"], "name": ["execute_context_0(0)_generation_1(1)"],
+                         "start_ns": [start_ns], "end_ns": [end_ns], "orchestration_us": [1.0]})
+
+
+def test_timeline_window_holds_the_device_work_the_step_launched():
+    """A step whose host span ends before its kernels run (an engine step returning while its
+    work is queued): the window runs on to the end of the work launched inside it, and no further."""
+    from taxbreak.report.timeline import choose_window, render_timeline
+
+    from .fake import make_kernels, make_tables
+
+    tables = make_tables(make_kernels())  # launch i at 1,000,000 + 20,000·i; its kernel 8,000-13,000 ns later
+    step = _one_step(1_000_000, 1_004_000)  # holds launch 0 only; kernel 0 runs 1,008,000-1,013,000
+    w = choose_window(tables, step)
+    assert (w.start_ns, w.end_ns) == (1_000_000, 1_013_000)
+    assert "runs 9.0 µs past it to hold the device work the step launched" in w.note
+    svg, shown = render_timeline(tables, step)
+    assert "GPU 0 stream 7" in svg and "no device" not in svg
+    assert [m[0] for m in _marks(_chart(svg, "timeline")) if m[0].startswith("&lt;") or "gemm" in m[0]] == \
+        ["gemm_kernel · 5.00 µs"]
+    inside = choose_window(tables, _one_step(1_000_000, 1_015_000))  # its work ends inside: unchanged
+    assert (inside.start_ns, inside.end_ns, inside.note) == (1_000_000, 1_015_000, "")
+
+
+def test_timeline_says_why_no_device_work_is_drawn():
+    from taxbreak.report.timeline import render_timeline
+
+    from .fake import make_kernels, make_tables
+
+    tables = make_tables(make_kernels())
+    svg, _ = render_timeline(tables, _one_step(990_000, 999_000))  # before the first launch
+    assert "no device work in this window, nor launched from it (the trace holds 6 device activities elsewhere)" in svg

@@ -12,14 +12,14 @@ from hypothesis import strategies as st
 
 from taxbreak.report.budget import parse_budget
 from taxbreak.report.check import evaluate_budget
-from taxbreak.report.html import render_html
+from taxbreak.report.html import SCRIPT, render_html
 
 from .fake import make_analysis, phase_metrics
 
 ALLOWED_TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p", "dl", "dt", "dd", "div",
                 "span", "i", "b", "table", "tr", "th", "td", "svg", "g", "rect", "text", "line", "polyline",
-                "circle", "ul", "li", "br",
-                "path", "defs", "style", "use", "clippath"}  # matplotlib's SVG (HTMLParser lowercases clipPath)
+                "circle", "ul", "li", "br", "defs", "clippath",  # the timeline's clip (HTMLParser lowercases clipPath)
+                "script"}  # the page's own script only: see the test
 
 
 class _Tags(HTMLParser):
@@ -40,6 +40,7 @@ def test_any_trace_name_renders_as_text(kernel, op):
     parser = _Tags()
     parser.feed(html)
     assert parser.tags <= ALLOWED_TAGS
+    assert html.count("<script") == 1 and f"<script>{SCRIPT}</script>" in html  # no name became a script
 
 
 OPS = {"<=": operator.le, ">=": operator.ge, "<": operator.lt, ">": operator.gt, "==": operator.eq,

@@ -1,4 +1,4 @@
-"""Static SVG charts drawn by matplotlib's SVG backend, for inline use in HTML.
+"""The sweep's static SVG charts drawn by matplotlib's SVG backend (docs/sweep.md).
 
 Each chart is a :class:`matplotlib.figure.Figure` on its own
 ``FigureCanvasSVG`` (no pyplot, so no global figure state), saved with
@@ -26,7 +26,7 @@ from matplotlib import rc_context
 from matplotlib.backends.backend_svg import FigureCanvasSVG
 from matplotlib.figure import Figure
 
-from .markup import Markup
+from ..report.markup import Markup
 
 RC = {"svg.fonttype": "none", "font.family": "sans-serif", "font.sans-serif": ["DejaVu Sans"],
       "font.size": 9, "axes.titlesize": 10, "text.parse_math": False, "text.usetex": False,
