@@ -1,5 +1,7 @@
-"""The HTML report in headless Chromium: renders, logs no console error, and
-the hostile names planted in the trace execute nothing."""
+"""The HTML report in headless Chromium: renders, logs no console error (a script
+the Content-Security-Policy refused would log one), the hostile names planted in
+the trace execute nothing, hovering a mark shows its name and value, and the
+timeline zooms and pans."""
 from __future__ import annotations
 
 import json
@@ -10,6 +12,9 @@ import pytest
 from click.testing import CliRunner
 
 from taxbreak.cli.main import main
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.actions.wheel_input import ScrollOrigin
+
 from taxbreak.report.html import render_html
 
 from . import browser
@@ -60,7 +65,8 @@ def _load(driver, page: Path, shot: Path) -> list[dict]:
 
 def _assert_inert(driver) -> None:
     assert driver.execute_script("return window.__fired") == []
-    assert driver.execute_script("return document.querySelectorAll('script, img, iframe, object').length") == 0
+    assert driver.execute_script("return document.querySelectorAll('img, iframe, object').length") == 0
+    assert driver.execute_script("return document.querySelectorAll('script').length") == 1  # the page's own
 
 
 @pytest.mark.parametrize("source", ["planted-run", "hand-built"])
@@ -88,3 +94,49 @@ def test_injected_markup_would_be_caught(driver, tmp_path):
     page.write_text(f"<html><body>{XSS_KERNEL}</body></html>")
     _load(driver, page, tmp_path / "bad.png")
     assert driver.execute_script("return window.__fired") == ["alert:1"]
+
+
+def _tip_after_hover(driver, element) -> str:
+    ActionChains(driver).move_to_element(element).perform()
+    return driver.execute_script("const t = document.getElementById('tip'); return t.hidden ? '' : t.textContent")
+
+
+def test_hover_shows_name_and_value_of_every_kind_of_mark(driver, tmp_path):
+    page = _report_from_run_dir(tmp_path)
+    assert [e for e in _load(driver, page, tmp_path / "hover.png") if e["level"] in ("SEVERE", "WARNING")] == []
+    # every mark's title became its hover text (none left for the browser's own tooltip to double)
+    assert driver.execute_script("return document.querySelectorAll('svg.chart title').length") == 0
+    assert driver.execute_script("return document.querySelectorAll('svg.chart [data-tip]').length") > 20
+    bar = driver.find_element("css selector", "#components rect[data-key='launch_floor_us']")
+    assert _tip_after_hover(driver, bar) == "decode (= all) · launch floor (ΔKT = N·T_sys): 13.50 µs"
+    kernel = next(r for r in driver.find_elements("css selector", "#timeline rect.ev")
+                  if (r.get_attribute("data-tip") or "").startswith("<script>"))
+    assert _tip_after_hover(driver, kernel) == "<script>alert(1)</script> · 5.00 µs"  # text, not markup
+    assert _tip_after_hover(driver, driver.find_element("tag name", "h1")) == ""  # off the marks: hidden
+    _assert_inert(driver)
+
+
+def test_timeline_zooms_on_the_wheel_pans_on_drag_and_resets(driver, tmp_path):
+    page = _report_from_run_dir(tmp_path)
+    _load(driver, page, tmp_path / "zoom.png")
+    svg = driver.find_element("css selector", "svg.timeline")
+    span = float(svg.get_attribute("data-span-us"))
+    view = lambda: [float(v) for v in svg.get_attribute("data-view").split()]  # noqa: E731
+    ticks = lambda: [t.text for t in svg.find_elements("css selector", ".tl-axis text")]  # noqa: E731
+    assert view() == [0.0, span]
+    before = ticks()
+    plot = driver.find_element("css selector", "#timeline rect.idle")
+    ActionChains(driver).scroll_from_origin(ScrollOrigin.from_element(plot), 0, -400).perform()
+    driver.execute_script("return new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    lo, hi = view()
+    assert 0 <= lo < hi <= span and hi - lo < span / 2  # zoomed in around the pointer
+    assert ticks() != before
+    ActionChains(driver).click_and_hold(plot).move_by_offset(-60, 0).release().perform()
+    driver.execute_script("return new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    lo2, hi2 = view()
+    assert hi2 - lo2 == pytest.approx(hi - lo, rel=1e-3) and lo2 > lo  # dragged left: later times
+    ActionChains(driver).double_click(plot).perform()
+    driver.execute_script("return new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    assert view() == [0.0, span] and ticks() == before
+    logs = driver.get_log("browser")
+    assert [e for e in logs if e["level"] in ("SEVERE", "WARNING")] == []
