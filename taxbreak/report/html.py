@@ -325,9 +325,9 @@ def _kernel_frame(k: pd.DataFrame, key: str) -> pd.DataFrame:
     frame = pd.DataFrame({key: k[key].astype(str).to_numpy(),
                           "orch_us": kernel_orchestration_ns(k).to_numpy() / 1e3,
                           "dur_us": pd.to_numeric(k["dur_ns"], errors="coerce").to_numpy() / 1e3})
-    g = frame.groupby(key).agg(kernels=("orch_us", "size"),
-                               orchestration_us=("orch_us", lambda v: v.sum(min_count=1)),
-                               device_us=("dur_us", "sum"))
+    by = frame.groupby(key)
+    g = pd.DataFrame({"kernels": by.size(), "orchestration_us": by["orch_us"].sum(min_count=1),
+                      "device_us": by["dur_us"].sum()})
     return g.sort_values(["orchestration_us", "kernels"], ascending=False, na_position="last", kind="stable")
 
 

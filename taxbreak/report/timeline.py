@@ -105,13 +105,19 @@ def choose_window(tables: TraceTables, steps: pd.DataFrame | None) -> Window | N
 def launched_device_span(tables: TraceTables, start_ns: int, end_ns: int) -> tuple[int, int] | None:
     """(first start, last end) of the device work whose launch, copy or set call starts in
     [start_ns, end_ns), joined on (process, correlation); None when it launched none."""
-    api = _frame(tables.api_calls, ["process", "kind", "start_ns", "correlation"])
-    api = api[(api["start_ns"] >= start_ns) & (api["start_ns"] < end_ns) & (api["correlation"] >= 0)
-              & api["kind"].isin(LAUNCH_KINDS)]
-    if len(api) == 0:
+    api, dev = tables.api_calls, tables.device_activities
+    if api.num_rows == 0 or dev.num_rows == 0:
         return None
-    dev = _frame(tables.device_activities, ["process", "start_ns", "dur_ns", "correlation"])
-    work = dev.merge(api[["process", "correlation"]].drop_duplicates(), on=["process", "correlation"])
+    call_start, correlation = api.column("start_ns").to_numpy(), api.column("correlation").to_numpy()
+    rows = np.flatnonzero((call_start >= start_ns) & (call_start < end_ns) & (correlation >= 0))
+    kinds = api.column("kind").take(pa.array(rows)).cast(pa.string()).to_numpy(zero_copy_only=False)
+    rows = rows[np.isin(kinds, LAUNCH_KINDS)]
+    if len(rows) == 0:
+        return None
+    launched = pd.DataFrame({"process": api.column("process").to_numpy()[rows],
+                             "correlation": correlation[rows]}).drop_duplicates()
+    work = pd.DataFrame({c: dev.column(c).to_numpy() for c in ("process", "correlation", "start_ns", "dur_ns")})
+    work = work.merge(launched, on=["process", "correlation"])
     if len(work) == 0:
         return None
     return int(work["start_ns"].min()), int((work["start_ns"] + work["dur_ns"]).max())
