@@ -1,7 +1,8 @@
-"""Regenerate the sample outputs in README.md from the current code.
+"""Regenerate the sample outputs and example numbers in README.md and docs/*.md from the current code.
 
-Each sample sits between ``<!-- example:NAME -->`` and ``<!-- /example -->``;
-this script rewrites what is between them from deterministic inputs:
+Each sample sits between ``<!-- example:NAME -->`` and ``<!-- /example -->`` (a name is used
+once over all these files); this script rewrites what is between them from deterministic inputs.
+README.md:
 
 * ``profile-cpu``: ``taxbreak profile`` of the default tiny preset on the CPU.
   Its times depend on the machine and the moment, so the block keeps only what
@@ -10,7 +11,10 @@ this script rewrites what is between them from deterministic inputs:
 * ``analyze-nsys``, ``notebook-no-markers``: real traces of the corpus
   (../shared/traces, or ``TAXBREAK_SHARED_TRACES``); left as they are when it is absent.
 
-Usage: ``python3 scripts/readme_examples.py`` rewrites README.md;
+docs/*.md: the blocks of ``scripts/doc_examples.py`` (diff excerpts, the annotate line, the worked
+examples of docs/method.md), each a fenced excerpt or a paragraph whose numbers it computes.
+
+Usage: ``python3 scripts/readme_examples.py`` rewrites README.md and docs/*.md;
 ``--check`` exits 1, naming the blocks that differ, without writing.
 """
 from __future__ import annotations
@@ -29,6 +33,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # doc_examples, beside this script
 SHARED_TRACES = Path(os.environ.get("TAXBREAK_SHARED_TRACES", ROOT.parent / "shared" / "traces"))
 NSYS_2GPU = SHARED_TRACES / "nsys-ai/tests/fixtures/mfu_2gpu_before.sqlite"
 ALEXNET = SHARED_TRACES / "HolisticTraceAnalysis/tests/data/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz"
@@ -198,13 +203,36 @@ def _aligned(rows: list[tuple[str, ...]]) -> str:
                      for r in rows)
 
 
+def _doc_examples() -> dict[str, tuple[bool, Callable[[], str]]]:
+    from doc_examples import DOC_EXAMPLES
+
+    return DOC_EXAMPLES
+
+
 # name -> (needs the corpus, generator)
 EXAMPLES: dict[str, tuple[bool, Callable[[], str]]] = {
     "profile-cpu": (False, profile_cpu),
     "analyze-nsys": (True, analyze_nsys),
     "notebook": (False, notebook),
     "notebook-no-markers": (True, notebook_no_markers),
+    **_doc_examples(),
 }
+
+
+def files() -> list[Path]:
+    """Every file whose blocks this script writes: README.md, then docs/*.md."""
+    return [README, *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def all_blocks() -> dict[str, tuple[Path, str]]:
+    """Every block of every file by name, with its file; a name used twice is an error."""
+    found: dict[str, tuple[Path, str]] = {}
+    for path in files():
+        for name, body in blocks(path.read_text(encoding="utf-8")).items():
+            if name in found:
+                raise SystemExit(f"readme_examples: block {name!r} is in {found[name][0].name} and {path.name}")
+            found[name] = (path, body)
+    return found
 
 
 def blocks(text: str) -> dict[str, str]:
@@ -223,24 +251,28 @@ def rewrite(text: str, bodies: dict[str, str]) -> str:
     """``text`` with each block named in ``bodies`` replaced; unknown block names are an error."""
     unknown = set(blocks(text)) - set(EXAMPLES)
     if unknown:
-        raise SystemExit(f"readme_examples: README has blocks no generator makes: {sorted(unknown)}")
+        raise SystemExit(f"readme_examples: blocks no generator makes: {sorted(unknown)}")
     return BLOCK.sub(lambda m: m.group(1) + bodies.get(m["name"], m["body"]) + m.group(4), text)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 when README.md differs; write nothing")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a file differs; write nothing")
     parser.add_argument("names", nargs="*", help="only these blocks (default: all)")
     args = parser.parse_args(argv)
-    text = README.read_text(encoding="utf-8")
-    new = rewrite(text, generate(args.names or None))
+    all_blocks()  # a name used twice stops here
+    bodies = generate(args.names or None)
+    stale = []
+    for path in files():
+        text = path.read_text(encoding="utf-8")
+        new = rewrite(text, bodies)
+        stale += [(path, n) for n, body in blocks(new).items() if blocks(text).get(n) != body]
+        if new != text and not args.check:
+            path.write_text(new, encoding="utf-8")
     if args.check:
-        stale = [n for n, body in blocks(new).items() if blocks(text).get(n) != body]
-        for name in stale:
-            sys.stderr.write(f"README.md block {name!r} is stale: run python3 scripts/readme_examples.py\n")
+        for path, name in stale:
+            sys.stderr.write(f"{path.relative_to(ROOT)} block {name!r} is stale: run python3 scripts/readme_examples.py\n")
         return 1 if stale else 0
-    if new != text:
-        README.write_text(new, encoding="utf-8")
     return 0
 
 

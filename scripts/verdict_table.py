@@ -5,7 +5,9 @@ For each trace under ``../shared/traces`` (or ``TAXBREAK_SHARED_TRACES``):
 * docs/report.md, between ``<!-- verdicts -->`` markers: HDBI, ΔFT, ΔCT, ΔKT (launch floor +
   exposed launch latency), the verdict, the largest idle cause and the advice on it, with why;
 * docs/method.md, between ``<!-- components -->`` markers: HDBI or its covered part, ΔFT (T_py),
-  ΔCT (by name), N·T_sys, launch latency and dependency waits.
+  ΔCT (by name), N·T_sys, launch latency and dependency waits;
+* docs/method.md, between ``<!-- disagreements -->`` markers: how many traces' HDBI and idle share
+  disagree (docs/method.md §3.3) and, per such trace, the explanation the verdict gives.
 
 ``--write`` rewrites both blocks, ``--check`` exits 1 when either differs; with no option the
 tables go to stdout.
@@ -21,7 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's package, whatever an editable install points at
 SHARED = Path(os.environ.get("TAXBREAK_SHARED_TRACES", ROOT.parent / "shared" / "traces"))
-DOCS = {"verdicts": ROOT / "docs" / "report.md", "components": ROOT / "docs" / "method.md"}
+DOCS = {"verdicts": ROOT / "docs" / "report.md", "components": ROOT / "docs" / "method.md",
+        "disagreements": ROOT / "docs" / "method.md"}
 SUFFIXES = (".json", ".json.gz", ".sqlite")
 
 
@@ -69,7 +72,30 @@ def components_row(path: Path, summary: dict) -> list[str]:
             _us(s.get("dependency_wait_us"))]
 
 
+def disagreement_row(path: Path, summary: dict) -> list[str] | None:
+    """trace, HDBI, idle share and the explanation, where HDBI and the idle share disagree."""
+    from taxbreak.report.advice import hdbi_idle_disagreement
+
+    s = summary["all"]
+    why = hdbi_idle_disagreement(s)
+    if why is None:
+        return None
+    idle = 100.0 * sum(d["idle_us"] for d in s["devices"].values()) / (s["wall_us"] * len(s["devices"]))
+    return [_name(path), _hdbi(s), f"{idle:.0f} %", _cell(why)]
+
+
+def _disagreements(rows: list[list[str]], traces: int) -> str:
+    head = f"On the corpus, {len(rows)} of {traces} traces disagree (measured with this tree):\n\n"
+    return head + _table(HEADERS["disagreements"], rows)
+
+
+def _table(header: list[str], body: list[list[str]]) -> str:
+    return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+                     + ["| " + " | ".join(r) + " |" for r in body]) + "\n"
+
+
 HEADERS = {
+    "disagreements": ["trace", "HDBI", "idle", "the verdict's explanation"],
     "verdicts": ["trace", "HDBI", "ΔFT µs", "ΔCT µs", "ΔKT µs", "verdict", "largest idle cause", "advice"],
     "components": ["trace", "kernels", "HDBI", "ΔFT µs (T_py)", "ΔCT µs (by name)", "N·T_sys µs (source)",
                    "launch latency µs", "dependency wait µs"],
@@ -79,13 +105,16 @@ HEADERS = {
 def tables() -> dict[str, str]:
     from taxbreak.decompose import analyze
 
-    rows = {"verdicts": [], "components": []}
-    for path in corpus():
+    rows = {"verdicts": [], "components": [], "disagreements": []}
+    paths = corpus()
+    for path in paths:
         summary = analyze(path).summary
         rows["verdicts"].append(verdict_row(path, summary))
         rows["components"].append(components_row(path, summary))
-    return {name: "\n".join(["| " + " | ".join(HEADERS[name]) + " |", "|" + "---|" * len(HEADERS[name])]
-                            + ["| " + " | ".join(r) + " |" for r in body]) + "\n" for name, body in rows.items()}
+        rows["disagreements"].append(disagreement_row(path, summary))
+    disagree = [r for r in rows.pop("disagreements") if r is not None]
+    out = {name: _table(HEADERS[name], body) for name, body in rows.items()}
+    return out | {"disagreements": _disagreements(disagree, len(paths))}
 
 
 def rewritten(name: str, body: str) -> tuple[str, str]:

@@ -1,4 +1,5 @@
-"""README.md's sample outputs are what scripts/readme_examples.py generates from the current code."""
+"""The sample outputs and example numbers of README.md and docs/*.md are what
+scripts/readme_examples.py generates from the current code: a block that drifts fails here."""
 from __future__ import annotations
 
 import importlib.util
@@ -13,7 +14,7 @@ _spec = importlib.util.spec_from_file_location("readme_examples", ROOT / "script
 examples = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(examples)
 
-README_BLOCKS = examples.blocks((ROOT / "README.md").read_text(encoding="utf-8"))
+BLOCKS = examples.all_blocks()  # name -> (file, body) over README.md and docs/*.md
 SLOW = {"profile-cpu"}  # runs the tiny model under the profiler (~15 s on two cores)
 
 
@@ -25,13 +26,41 @@ def _case(name: str, needs_corpus: bool):
 
 
 def test_every_generator_has_its_block_and_every_block_its_generator():
-    assert set(README_BLOCKS) == set(examples.EXAMPLES)
+    assert set(BLOCKS) == set(examples.EXAMPLES)
+    assert {path.name for path, _ in BLOCKS.values()} >= {"README.md", "report.md", "method.md"}
 
 
 @pytest.mark.parametrize("name", [_case(n, corpus) for n, (corpus, _) in examples.EXAMPLES.items()])
-def test_readme_block_is_what_the_script_generates(name):
+def test_block_is_what_the_script_generates(name):
+    path, body = BLOCKS[name]
     generated = examples.generate([name])[name]
-    assert README_BLOCKS[name] == generated, f"README block {name!r} is stale: run python3 scripts/readme_examples.py"
+    assert body == generated, f"{path.name} block {name!r} is stale: run python3 scripts/readme_examples.py"
+
+
+def test_a_drifted_number_is_found_and_named(tmp_path, monkeypatch):
+    """--check reads every file: one changed digit in a docs block makes it exit 1 naming the block."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (tmp_path / "README.md").write_text("<!-- example:notebook -->\nok\n<!-- /example -->\n", encoding="utf-8")
+    (docs / "method.md").write_text("x\n<!-- example:launch-residual -->\nHDBI 0.879\n<!-- /example -->\n",
+                                    encoding="utf-8")
+    monkeypatch.setattr(examples, "ROOT", tmp_path)
+    monkeypatch.setattr(examples, "README", tmp_path / "README.md")
+    monkeypatch.setattr(examples, "generate", lambda names=None: {"notebook": "ok\n", "launch-residual": "HDBI 0.856\n"})
+    assert examples.main(["--check"]) == 1
+    assert "0.879" in (docs / "method.md").read_text(encoding="utf-8")  # --check writes nothing
+    assert examples.main([]) == 0 and "HDBI 0.856" in (docs / "method.md").read_text(encoding="utf-8")
+    assert examples.main(["--check"]) == 0
+
+
+def test_a_block_name_used_twice_is_an_error(tmp_path, monkeypatch):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "README.md").write_text("<!-- example:notebook -->\na\n<!-- /example -->\n", encoding="utf-8")
+    (tmp_path / "docs" / "x.md").write_text("<!-- example:notebook -->\nb\n<!-- /example -->\n", encoding="utf-8")
+    monkeypatch.setattr(examples, "ROOT", tmp_path)
+    monkeypatch.setattr(examples, "README", tmp_path / "README.md")
+    with pytest.raises(SystemExit, match="is in README.md and x.md"):
+        examples.all_blocks()
 
 
 def test_rewrite_replaces_only_the_named_blocks():
