@@ -15,7 +15,8 @@ examples = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(examples)
 
 BLOCKS = examples.all_blocks()  # name -> (file, body) over README.md and docs/*.md
-SLOW = {"profile-cpu"}  # runs the tiny model under the profiler (~15 s on two cores)
+SLOW = {"profile-cpu",  # runs the tiny model under the profiler (~15 s on two cores)
+        "warmup-corpus"}  # analyses every trace of the corpus (~30 s)
 
 
 def _case(name: str, needs_corpus: bool):
