@@ -135,11 +135,31 @@ def widened_to_launched_work(tables: TraceTables, w: Window) -> Window:
     return Window(start, end, w.label, note)
 
 
-def _cap(frames: list[pd.DataFrame], w: Window) -> Window:
-    """Shrink the window so it holds at most MAX_EVENTS events (keeps the page light)."""
+def fit(host: pd.DataFrame, api: pd.DataFrame, dev: pd.DataFrame,
+        w: Window) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, Window]:
+    """At most MAX_EVENTS events (keeps the page light) without losing the device work: the
+    deepest host events go first (a traced Python stack can hold tens of thousands of frames
+    per step, and cutting the window in time would keep only them); only when the outermost
+    level alone does not fit is the window cut in time."""
+    total = len(host) + len(api) + len(dev)
+    if total <= MAX_EVENTS:
+        return host, api, dev, w
+    room = MAX_EVENTS - len(api) - len(dev)
+    depth = host["depth"].to_numpy(np.int64).clip(0) if "depth" in host.columns and len(host) else None
+    if depth is not None and room > 0:
+        within = np.flatnonzero(np.cumsum(np.bincount(depth)) <= room)
+        if len(within):
+            keep = host[depth <= within[-1]]
+            note = (f"host events down to nesting depth {within[-1]} ({len(keep) + len(api) + len(dev):,} of "
+                    f"{total:,} events; deeper frames left out). ")
+            return keep, api, dev, Window(w.start_ns, w.end_ns, w.label, w.note + note)
+    w = _cut(host, api, dev, w=w)
+    return _in_window(host, w), _in_window(api, w), _in_window(dev, w), w
+
+
+def _cut(*frames: pd.DataFrame, w: Window) -> Window:
+    """Shrink the window so it holds at most MAX_EVENTS events."""
     starts = np.sort(np.concatenate([f["start_ns"].to_numpy() for f in frames] or [np.zeros(0)]))
-    if len(starts) <= MAX_EVENTS:
-        return w
     cut = int(starts[MAX_EVENTS])
     shown_us, span_us = (cut - w.start_ns) / 1e3, (w.end_ns - w.start_ns) / 1e3
     note = f"showing the first {shown_us:,.1f} of {span_us:,.1f} µs ({MAX_EVENTS:,} of {len(starts):,} events)"
@@ -245,8 +265,7 @@ def render_timeline(tables: TraceTables, steps: pd.DataFrame | None) -> tuple[Ma
     host = _in_window(_frame(tables.host_events, ["pid", "tid", "kind", "name", "start_ns", "dur_ns", "depth"]), w)
     api = _in_window(_frame(tables.api_calls, ["pid", "tid", "kind", "name", "start_ns", "dur_ns"]), w)
     dev = _in_window(_frame(tables.device_activities, ["kind", "name", "device", "stream", "start_ns", "dur_ns"]), w)
-    w = _cap([host, api, dev], w)
-    host, api, dev = _in_window(host, w), _in_window(api, w), _in_window(dev, w)
+    host, api, dev, w = fit(host, api, dev, w)
     hrows = host_rows(host, api, tables.meta.thread_names)
     drows, idle = device_rows(dev, w)
     return draw(hrows, drows, idle, w, tables.device_activities.num_rows), w
