@@ -30,7 +30,7 @@ from ..trace.tables import TraceTables
 from .markup import Markup, join, tag, void
 from .svg import IDLE_COLORS, chart, legend, nice_ticks, rect, text, tick_text
 
-MAX_EVENTS = 4000
+MAX_EVENTS = 10000
 ROW_H = 14  # px per row
 LABEL_W, PLOT_W = 280, 840  # label column and plot width, px
 LABEL_CHARS = 48  # a 10 px label this long fits the label column
@@ -76,6 +76,13 @@ def _frame(table: pa.Table, cols: list[str]) -> pd.DataFrame:
         if isinstance(frame[c].dtype, pd.CategoricalDtype):
             frame[c] = frame[c].astype(str)
     return frame
+
+
+def _window_rows(table: pa.Table, w: Window) -> pa.Table:
+    """The rows of ``table`` that overlap the window, taken in Arrow (the rest never become pandas)."""
+    start = table.column("start_ns").to_numpy()
+    end = start + table.column("dur_ns").to_numpy()
+    return table.take(pa.array(np.flatnonzero((start < w.end_ns) & (end > w.start_ns))))
 
 
 def _in_window(frame: pd.DataFrame, w: Window) -> pd.DataFrame:
@@ -129,7 +136,7 @@ def widened_to_launched_work(tables: TraceTables, w: Window) -> Window:
     if span is None or (span[0] >= w.start_ns and span[1] <= w.end_ns):
         return w
     start, end = min(w.start_ns, span[0]), max(w.end_ns, span[1])
-    note = (f"the step's host span is {(w.end_ns - w.start_ns) / 1e3:,.1f} µs; the window runs "
+    note = (f"The step's host span is {(w.end_ns - w.start_ns) / 1e3:,.1f} µs; the window runs "
             f"{(end - w.end_ns) / 1e3:,.1f} µs past it to hold the device work the step launched "
             "(linked by correlation). ")
     return Window(start, end, w.label, note)
@@ -150,7 +157,7 @@ def fit(host: pd.DataFrame, api: pd.DataFrame, dev: pd.DataFrame,
         within = np.flatnonzero(np.cumsum(np.bincount(depth)) <= room)
         if len(within):
             keep = host[depth <= within[-1]]
-            note = (f"host events down to nesting depth {within[-1]} ({len(keep) + len(api) + len(dev):,} of "
+            note = (f"Host events down to nesting depth {within[-1]} ({len(keep) + len(api) + len(dev):,} of "
                     f"{total:,} events; deeper frames left out). ")
             return keep, api, dev, Window(w.start_ns, w.end_ns, w.label, w.note + note)
     w = _cut(host, api, dev, w=w)
@@ -162,7 +169,7 @@ def _cut(*frames: pd.DataFrame, w: Window) -> Window:
     starts = np.sort(np.concatenate([f["start_ns"].to_numpy() for f in frames] or [np.zeros(0)]))
     cut = int(starts[MAX_EVENTS])
     shown_us, span_us = (cut - w.start_ns) / 1e3, (w.end_ns - w.start_ns) / 1e3
-    note = f"showing the first {shown_us:,.1f} of {span_us:,.1f} µs ({MAX_EVENTS:,} of {len(starts):,} events)"
+    note = f"Showing the first {shown_us:,.1f} of {span_us:,.1f} µs ({MAX_EVENTS:,} of {len(starts):,} events)"
     return Window(w.start_ns, max(cut, w.start_ns + 1), w.label, w.note + note)
 
 
@@ -262,9 +269,9 @@ def render_timeline(tables: TraceTables, steps: pd.DataFrame | None) -> tuple[Ma
     w = choose_window(tables, steps)
     if w is None:
         return tag("p", "the trace holds no events to draw", class_="missing"), None
-    host = _in_window(_frame(tables.host_events, ["pid", "tid", "kind", "name", "start_ns", "dur_ns", "depth"]), w)
-    api = _in_window(_frame(tables.api_calls, ["pid", "tid", "kind", "name", "start_ns", "dur_ns"]), w)
-    dev = _in_window(_frame(tables.device_activities, ["kind", "name", "device", "stream", "start_ns", "dur_ns"]), w)
+    host = _frame(_window_rows(tables.host_events, w), ["pid", "tid", "kind", "name", "start_ns", "dur_ns", "depth"])
+    api = _frame(_window_rows(tables.api_calls, w), ["pid", "tid", "kind", "name", "start_ns", "dur_ns"])
+    dev = _frame(_window_rows(tables.device_activities, w), ["kind", "name", "device", "stream", "start_ns", "dur_ns"])
     host, api, dev, w = fit(host, api, dev, w)
     hrows = host_rows(host, api, tables.meta.thread_names)
     drows, idle = device_rows(dev, w)
@@ -320,20 +327,23 @@ def _scale(w: Window):
 
 
 def _rects(row: Row, y: float, h: float, to_px, cls: str, prefix: str = "") -> Markup:
-    """The row's intervals as ``<rect>``s, each titled with its name, duration and start. A rect
+    """The row's intervals as ``<rect>``s, each titled with its name and duration. A rect
     narrower than half a pixel is drawn half a pixel wide, its true width kept in ``data-w``
-    for the zoom."""
-    x0, x1 = to_px(row.start_ns), to_px(row.end_ns)
-    width = x1 - x0
+    for the zoom. Names repeat (the same kernel, the same API call): each is escaped once."""
+    x0 = to_px(row.start_ns)
+    width = to_px(row.end_ns) - x0
     dur_us = (row.end_ns - row.start_ns) / 1e3
     names = row.names or [""] * len(x0)
-    out = []
-    for x, wd, color, name, dur in zip(x0.tolist(), width.tolist(), row.colors, names, dur_us.tolist()):
-        tiny = f' data-w="{wd:.4f}"' if wd < 0.5 else ""
-        tip = html.escape(f"{prefix}{name}{' · ' if name else ''}{dur:,.2f} µs", quote=False)
-        out.append(f'<rect class="{cls}" x="{x:.3f}" y="{y:.1f}" width="{max(wd, 0.5):.3f}" height="{h:.1f}" '
-                   f'fill="{color}"{tiny}><title>{tip}</title></rect>')
+    escaped = {n: html.escape(f"{prefix}{n}{' · ' if n else ''}", quote=False) for n in set(names)}
+    head = f'<rect class="{cls}" y="{y:.1f}" height="{h:.1f}" '
+    out = [f'{head}x="{x:.3f}" width="{max(wd, 0.5):.3f}" fill="{color}"{_true_width(wd)}>'
+           f'<title>{escaped[name]}{dur:,.2f} µs</title></rect>'
+           for x, wd, color, name, dur in zip(x0.tolist(), width.tolist(), row.colors, names, dur_us.tolist())]
     return Markup("".join(out))
+
+
+def _true_width(width_px: float) -> str:
+    return f' data-w="{width_px:.4f}"' if width_px < 0.5 else ""
 
 
 def _axis(w: Window, y: float) -> Markup:

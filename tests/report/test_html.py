@@ -372,11 +372,11 @@ def test_a_crowded_step_leaves_out_deep_host_frames_not_the_device_work(tmp_path
     a = analyze(write_planted(tmp_path / "t.json"), floor_us=FLOOR_US)  # host depths 0, 1, 1, 2, 2; 3 launches, 3 kernels
     monkeypatch.setattr(timeline, "MAX_EVENTS", 9)  # room for 3 host events: depths 0 and 1
     svg, w = timeline.render_timeline(a.tables, a.steps)
-    assert "host events down to nesting depth 1 (9 of 11 events; deeper frames left out)" in w.note
+    assert "Host events down to nesting depth 1 (9 of 11 events; deeper frames left out)" in w.note
     titles = [m[0] for m in _marks(_chart(svg, "timeline"))]
     assert sum("aten::" in t for t in titles) == 0 and sum("torch_" in t for t in titles) == 2
     assert len([r for r in _chart(svg, "timeline").iter(f"{SVG}rect") if r.get("class") == "ev"
                 and r.get("fill") == "#59a14f"]) == 3  # the three kernels
     monkeypatch.setattr(timeline, "MAX_EVENTS", 5)  # not even depth 0 beside 6 API calls and kernels: cut in time
     _, cut = timeline.render_timeline(a.tables, a.steps)
-    assert cut.end_ns < w.end_ns and "showing the first" in cut.note
+    assert cut.end_ns < w.end_ns and "Showing the first" in cut.note
