@@ -286,8 +286,20 @@ def warmup_corpus() -> str:
                    " It flags nothing on the other corpus traces.\n")
 
 
+def timeline_resnet() -> str:
+    """docs/report.md: what the timeline draws of the V100 ResNet step (widened window, thinned host)."""
+    from taxbreak.report.timeline import MAX_EVENTS, render_timeline
+
+    a = _analyze(RESNET)
+    svg, w = render_timeline(a.tables, a.steps)
+    drawn = svg.count('<rect class="ev"')
+    return (f"The timeline draws at most {MAX_EVENTS:,} events. {w.note.strip()} (V100 ResNet, "
+            f"{w.label}; {drawn:,} events drawn.)\n")
+
+
 # name -> (needs the corpus, generator)
 DOC_EXAMPLES = {
+    "timeline-resnet": (True, timeline_resnet),
     "warmup-corpus": (True, warmup_corpus),
     "html-planted": (False, html_planted),
     "html-alexnet": (True, html_alexnet),
