@@ -8,7 +8,7 @@ a zero-length bar or a zero point. A chart with nothing to show is not drawn:
 its function returns ``None`` and the caller says why in one line.
 
 Writing the elements directly costs a few ms per chart; matplotlib's SVG
-backend took ~0.1-0.2 s each (docs/report.md, "Rendering cost").
+backend took ~0.1-0.2 s each (docs/report.md, the cost table under "HTML report").
 """
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ from ..decompose.views import name_flags
 from ..decompose.views import LINKABLE_API_KINDS
 from ..trace.tables import TraceTables
 from .markup import Markup, join, tag, void
-from .svg import IDLE_COLORS, chart, legend, nice_ticks, rect, text, tick_text
+from .svg import IDLE_COLORS, chart, legend, nice_ticks, text, tick_text
 
 MAX_EVENTS = 10000
 ROW_H = 14  # px per row
