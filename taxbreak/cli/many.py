@@ -193,7 +193,7 @@ def run_folder(folder, *, output: str | None = None, as_json: bool = False, part
     text = json.dumps(result.to_dict(), indent=1, default=_json_scalar) if (as_json or output) else ""
     if output and not partitioned:
         Path(output).mkdir(parents=True, exist_ok=True)
-        (Path(output) / "summary.json").write_text(text)
+        write_output(Path(output) / "summary.json", text)
     if as_json:
         click.echo(json_for_terminal(text))
     else:

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .diagnostics import Diagnostics
+from .fileio import atomic_output, write_output
 from .schema import SCHEMAS, TABLE_NAMES, conform, empty_table
 
 META_FILE = "trace_meta.json"
@@ -106,7 +107,7 @@ def write_parquet(tables: dict[str, pa.Table], meta_json: str, out_dir: str | Pa
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="taxbreak-parquet") as pool:
         jobs = [pool.submit(_write_table, tables.pop(name), out / f"{name}.parquet") for name in TABLE_NAMES]
         written = [job.result() for job in jobs]
-    (out / META_FILE).write_text(meta_json)
+    write_output(out / META_FILE, meta_json)
     return written + [out / META_FILE]
 
 
@@ -119,7 +120,8 @@ def _write_table(table: pa.Table, path: Path) -> Path:
     against 85 MB).
     """
     text = [f.name for f in table.schema if pa.types.is_string(f.type) or pa.types.is_dictionary(f.type)]
-    pq.write_table(table, path, compression="zstd", use_dictionary=text)
+    with atomic_output(path) as tmp:  # never through a link, never half a file (docs/reliability.md)
+        pq.write_table(table, tmp, compression="zstd", use_dictionary=text)
     return path
 
 
