@@ -98,8 +98,13 @@ def _report_stderr(result, err: Console, quiet: bool = False) -> None:
         return
     ok = len(result.files) - len(result.failed)
     skipped = f" · {len(result.failed)} skipped" if result.failed else ""
+    # entries with a trace name that were never opened (FIFOs, devices, dangling links, loops):
+    # the headline counts them, so "Analyzed 4 of 4" cannot hide a trace that was passed over
+    passed = result.diagnostics.count("scale.entry_skipped")
+    passed_over = f" · {passed} entr{'ies' if passed != 1 else 'y'} passed over unopened" if passed else ""
     err.print(f"Analyzed {ok} of {len(result.files)} traces in {result.seconds:.1f} s "
-              f"with {result.workers} worker{'s' if result.workers != 1 else ''}{skipped}", highlight=False)
+              f"with {result.workers} worker{'s' if result.workers != 1 else ''}{skipped}{passed_over}",
+              highlight=False)
 
 
 def _is_url(path: str) -> bool:

@@ -185,7 +185,9 @@ def unwritable(err: OSError, path: str | os.PathLike) -> TraceNotFoundError:
 
 def _temporary_file(target: Path) -> Path:
     try:
-        fd, name = tempfile.mkstemp(prefix=f".{target.name[:64]}.", suffix=".partial", dir=target.parent)
+        # hidden (no folder scan takes it for a trace); ends in the target's name, so a writer
+        # that picks gzip from the suffix (torch's export_chrome_trace) writes the same bytes
+        fd, name = tempfile.mkstemp(prefix=".partial-", suffix=f"-{target.name[-96:]}", dir=target.parent)
     except OSError as err:
         raise unwritable(err, target) from err
     os.close(fd)
