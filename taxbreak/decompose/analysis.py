@@ -14,7 +14,7 @@ import pandas as pd
 
 from ..trace.diagnostics import Diagnostics
 from ..trace.errors import UsageError
-from ..trace.fileio import atomic_output, write_output
+from ..trace.fileio import atomic_output, output_target, write_output
 from ..trace.memory import release_freed_heap
 from ..trace.nesting import sorted_unique
 from ..trace.tables import TraceTables
@@ -59,6 +59,8 @@ class Analysis:
         """Write every frame of ``FRAMES`` as Parquet, and ``summary.json``."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
+        for name in [f"{name}.parquet" for name in FRAMES] + ["summary.json"]:
+            output_target(out / name)  # a link among them refuses the whole output before any file is written
         written = []
         for name in FRAMES:
             path = out / f"{name}.parquet"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..trace.fileio import write_output
+from ..trace.fileio import output_target, write_output
 from .sanitize import csv_frame
 
 CSV_TABLES = ("kernels", "steps", "phases")
@@ -29,6 +29,8 @@ def write_csv_tables(analysis, out_dir: str | Path) -> list[Path]:
     """Write ``kernels.csv``, ``steps.csv`` and ``phases.csv`` into ``out_dir`` (created)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    for table in CSV_TABLES:
+        output_target(out / f"{table}.csv")  # a link among them refuses the whole output first
     written = []
     for table in CSV_TABLES:
         path = out / f"{table}.csv"
