@@ -66,14 +66,15 @@ def csv_cell(value: object) -> object:
 
 
 def csv_frame(frame):
-    """``frame`` with :func:`csv_cell` applied to its text columns (vectorized per column)."""
-    text_columns = [c for c in frame.columns if frame[c].dtype == object or str(frame[c].dtype) in ("string", "str")]
-    if not text_columns:
-        return frame
-    out = frame.copy(deep=False)
-    for column in text_columns:
-        values = out[column]
-        risky = values.astype("string").str.startswith(_FORMULA_START).fillna(False).astype(bool)
+    """``frame`` with :func:`csv_cell` applied to its text and categorical columns (vectorized per column)."""
+    out = frame
+    for column in frame.columns:
+        values = frame[column]
+        if not (values.dtype == object or str(values.dtype) in ("str", "string", "category")):
+            continue
+        text = values.astype("string")
+        risky = text.str.startswith(_FORMULA_START).fillna(False).astype(bool)
         if risky.any():
-            out[column] = values.where(~risky, "'" + values[risky].astype(str))
+            out = out.copy(deep=False) if out is frame else out
+            out[column] = values.astype(object).where(~risky, "'" + text[risky])
     return out
