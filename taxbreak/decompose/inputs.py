@@ -1,7 +1,6 @@
 """What ``analyze`` accepts: a ``TraceTables``, a trace file, or a run directory."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path

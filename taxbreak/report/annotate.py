@@ -35,8 +35,8 @@ import numpy as np
 import pandas as pd
 
 from ..decompose.idle import ISSUED_CAUSES
-from ..trace.fileio import output_target
 from ..trace.errors import UnsupportedFormatError
+from ..trace.fileio import output_target
 from . import annotate_io as io
 from .annotate_layout import (CATEGORY, FLOW_ID_BASE, IDLE_TRACK, MAX_LANES, TID_BASE, assign_lanes,  # noqa: F401
                               idle_flows, lay_out, launch_flows, nested_subset, slice_events, thread_names)
