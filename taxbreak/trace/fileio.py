@@ -194,14 +194,23 @@ def _temporary_file(target: Path) -> Path:
     return Path(name)
 
 
+def _process_umask() -> int:
+    """The umask, read once at import: probing it later (``os.umask(0)`` then back) would give a
+    file that another thread (the cache's background writer) creates meanwhile a mode of 0666."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return umask
+
+
+_UMASK = _process_umask()
+
+
 def _keep_mode(target: Path, tmp: Path) -> None:
     """mkstemp makes 0600 files: give the new file the old one's mode, else the umask's default."""
     try:
         mode = stat.S_IMODE(os.stat(target).st_mode)
     except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
+        mode = 0o666 & ~_UMASK
     os.chmod(tmp, mode)
 
 

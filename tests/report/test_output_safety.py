@@ -206,6 +206,10 @@ def test_a_link_is_followed_only_when_asked_and_the_mode_is_kept(tmp_path):
     assert info.value.code == "output.is_link"
     fileio.write_output(link, "new", follow_symlinks=True)
     assert link.is_symlink() and victim.read_text() == "new" and (victim.stat().st_mode & 0o777) == 0o640
+    fresh = fileio.write_output(tmp_path / "fresh.txt", "x")  # not mkstemp's 0600: the umask's default
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert (fresh.stat().st_mode & 0o777) == 0o666 & ~umask
 
 
 def test_an_output_that_is_not_a_regular_file_is_refused(tmp_path):
