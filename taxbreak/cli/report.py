@@ -132,12 +132,13 @@ def check(targets, budget_path, baselines, junit, markdown, as_json, allow_unmea
     from ..report.repeat import evaluate_repeated
 
     started = time.perf_counter()
-    inputs = [p for p in (target, budget_path, baseline) if p]
+    run_paths, base_paths = _expand_runs(targets), _expand_runs(baselines)
+    inputs = [*targets, *run_paths, budget_path, *baselines, *base_paths]
     for path in (junit, markdown):
         _refuse_output(path, inputs)
     budget = load_budget(budget_path)  # before the analysis: a bad budget fails fast
-    runs = [_load(t, floor_us, step_pattern, tokens).analysis.summary for t in _expand_runs(targets)]
-    base = [_load(b, floor_us, step_pattern, tokens).analysis.summary for b in _expand_runs(baselines)]
+    runs = [_load(t, floor_us, step_pattern, tokens).analysis.summary for t in run_paths]
+    base = [_load(b, floor_us, step_pattern, tokens).analysis.summary for b in base_paths]
     result = evaluate_repeated(budget, runs, base or None, allow_unmeasured=allow_unmeasured)
     if junit:
         _write(junit, render_junit(result, time_s=time.perf_counter() - started), inputs)
