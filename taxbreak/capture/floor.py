@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow.compute as pc
 
 from ..trace.errors import DeviceUnavailableError, TaxbreakError
+from ..trace.fileio import write_output
 from ..trace.paths import floor_cache_path
 from ..trace.tables import TraceTables
 from .kineto_log import profiler_session
@@ -148,7 +149,7 @@ def write_cache(result: FloorResult) -> Path:
     """Write ``result`` to its cache file; returns the path."""
     path = floor_cache_path(result.gpu_name, result.driver_version)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(result.as_dict(), indent=1, sort_keys=True) + "\n")
+    write_output(path, json.dumps(result.as_dict(), indent=1, sort_keys=True) + "\n")
     return path
 
 

@@ -40,6 +40,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable
 
+from ..trace.fileio import atomic_output
 from . import manifest as mf
 from .hostinfo import host_info
 
@@ -72,7 +73,8 @@ class TraceHandler:
         run_dir = self.out_dir / f"step-{prof.step_num:06d}"
         run_dir.mkdir(parents=True, exist_ok=True)
         trace_path = run_dir / trace_file_name(self.worker_name)
-        prof.export_chrome_trace(str(trace_path))
+        with atomic_output(trace_path) as tmp:  # the temporary name keeps .json.gz: torch gzips by suffix
+            prof.export_chrome_trace(str(tmp))
         exported.append(trace_path)
         manifest = _cycle_manifest(prof, trace_path, len(self.run_dirs))
         mf.write_json(run_dir / mf.MANIFEST, manifest)
@@ -99,11 +101,12 @@ class ExportedProfiler:
 
     def export_chrome_trace(self, path: str, **_options) -> None:
         """Write the trace to ``path``; export options (``use_python_export``) do not apply to a copy."""
-        if str(path).endswith(".gz"):
-            shutil.copyfile(self._trace_path, path)
-            return
-        with gzip.open(self._trace_path, "rb") as src, open(path, "wb") as dst:
-            shutil.copyfileobj(src, dst)
+        with atomic_output(path) as tmp:  # never through a link, never half a file (docs/reliability.md)
+            if str(path).endswith(".gz"):
+                shutil.copyfile(self._trace_path, tmp)
+                return
+            with gzip.open(self._trace_path, "rb") as src, open(tmp, "wb") as dst:
+                shutil.copyfileobj(src, dst)
 
 
 def default_worker_name() -> str:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ..decompose.floor import DEFAULT_FLOOR_US, PUBLISHED_FLOOR_US
 from ..trace.errors import TaxbreakError
+from ..trace.fileio import write_output
 from ..trace.paths import floor_cache_path, slug
 
 log = logging.getLogger(__name__)
@@ -71,7 +72,7 @@ def floor_info(gpu_name: str | None, driver_version: str | None) -> dict:
 
 
 def write_json(path: Path, data: dict) -> None:
-    path.write_text(json.dumps(data, indent=2, sort_keys=False, default=_jsonable) + "\n")
+    write_output(path, json.dumps(data, indent=2, sort_keys=False, default=_jsonable) + "\n")
 
 
 def read_manifest(run_dir: str | Path) -> dict:

@@ -29,7 +29,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..trace.errors import CaptureError, TaxbreakError, TraceNotFoundError
-from ..trace.paths import run_trace_file
+from ..trace.paths import read_run_manifest, run_trace_file
 from ..trace.tables import TraceTables
 from .kineto_log import profiler_session
 from .replay_call import rebuild, resolve_overloads
@@ -69,7 +69,7 @@ def find_trace(run_dir: str | Path) -> Path:
         return path
     if not path.exists():
         raise TraceNotFoundError(code="input.not_found", message="no such run directory", path=str(path))
-    found = run_trace_file(path, TRACE_NAMES)
+    found = run_trace_file(path, TRACE_NAMES, read_run_manifest(path))
     if found is not None:
         return found
     raise TaxbreakError(code="run.not_a_run", message="no trace.json.gz in the directory", path=str(path),

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import re
 import shutil
 import subprocess
@@ -30,7 +31,9 @@ from typing import Callable
 
 import torch
 
+from ..readers.nsys import export_timeout_s
 from ..trace.errors import CaptureError, UsageError
+from ..trace.fileio import atomic_output, output_target, write_output
 from . import manifest as mf
 from . import markers
 from .kineto_log import profiler_session
@@ -286,7 +289,8 @@ def _capture_torch(cfg: ProfileConfig, model: LoadedModel, input_ids, run_dir: P
                                               lambda k: report(ProgressEvent("record", k, cfg.runs))))
     report(ProgressEvent("export", 0, 1))
     trace_path = run_dir / "trace.json.gz"
-    prof.export_chrome_trace(str(trace_path))
+    with atomic_output(trace_path) as tmp:  # `profile --force` never writes through a link left in the folder
+        prof.export_chrome_trace(str(tmp))
     report(ProgressEvent("export", 1, 1))
     info = {"tool": "torch.profiler", "activities": session.activity_names,
             "record_shapes": True, "with_stack": cfg.with_stack}
@@ -312,7 +316,10 @@ def require_nsys() -> str:
 
 
 def nsys_commands(nsys: str, cfg: ProfileConfig, run_dir: Path) -> tuple[list[str], list[str]]:
-    """The ``nsys profile`` and ``nsys export`` command lines of one capture."""
+    """The ``nsys profile`` and ``nsys export`` command lines of one capture.
+
+    Paths are absolute: a run folder named ``-x`` would otherwise read as an option."""
+    run_dir = Path(os.path.abspath(run_dir))
     profile_cmd = [nsys, "profile", NSYS_TRACE, "--force-overwrite=true", "-o", str(run_dir / "trace")]
     if str(cfg.device).startswith("cuda"):
         profile_cmd += ["--capture-range=cudaProfilerApi", "--capture-range-end=stop"]
@@ -324,24 +331,27 @@ def nsys_commands(nsys: str, cfg: ProfileConfig, run_dir: Path) -> tuple[list[st
 
 def _capture_nsys(cfg: ProfileConfig, run_dir: Path, report):
     nsys = require_nsys()
-    (run_dir / NSYS_WORKER_CONFIG).write_text(json.dumps(asdict(cfg)))
+    write_output(run_dir / NSYS_WORKER_CONFIG, json.dumps(asdict(cfg)))
+    for name in ("trace.nsys-rep", "trace.sqlite"):  # nsys overwrites them in place: never through a link
+        output_target(run_dir / name)
     profile_cmd, export_cmd = nsys_commands(nsys, cfg, run_dir)
     report(ProgressEvent("record", 0, cfg.runs))
     _run_tool(profile_cmd, "nsys profile")
     report(ProgressEvent("record", cfg.runs, cfg.runs))
     report(ProgressEvent("export", 0, 1))
-    _run_tool(export_cmd, "nsys export")
+    _run_tool(export_cmd, "nsys export", timeout_s=export_timeout_s())
     report(ProgressEvent("export", 1, 1))
     traced_ms = json.loads((run_dir / NSYS_TIMINGS).read_text())["recorded_runs_ms"]
     info = {"tool": "nsys", "trace": NSYS_TRACE, "commands": [profile_cmd, export_cmd]}
     return run_dir / "trace.sqlite", traced_ms, info
 
 
-def _run_tool(cmd: list[str], what: str) -> None:
+def _run_tool(cmd: list[str], what: str, timeout_s: float | None = None) -> None:
+    """``cmd`` run to its end (or ``timeout_s``: the export; the profiled workload has no bound)."""
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    except OSError as err:
-        raise CaptureError("capture.failed", f"{what} could not start: {err}") from err
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=timeout_s)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise CaptureError("capture.failed", f"{what} did not finish: {err}") from err
     if done.returncode != 0:
         tail = (done.stderr or done.stdout or "").strip().splitlines()[-3:]
         raise CaptureError("capture.failed", f"{what} exited with {done.returncode}: {' | '.join(tail)}",
@@ -363,7 +373,7 @@ def _nsys_worker(config_path: str) -> None:
     traced_ms = timed_runs(model.module, input_ids, cfg.new_tokens, cfg.runs)
     if cuda:
         torch.cuda.profiler.stop()
-    (Path(config_path).parent / NSYS_TIMINGS).write_text(json.dumps({"recorded_runs_ms": traced_ms}))
+    write_output(Path(config_path).parent / NSYS_TIMINGS, json.dumps({"recorded_runs_ms": traced_ms}))
 
 
 if __name__ == "__main__":

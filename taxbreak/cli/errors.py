@@ -8,7 +8,8 @@ from typing import Callable
 
 import click
 
-from ..trace.errors import TaxbreakError, TraceNotFoundError
+from ..trace.errors import TaxbreakError
+from ..trace.fileio import unwritable as output_unwritable
 from ..trace.text import safe_text
 
 
@@ -60,5 +61,4 @@ def _fail(err: TaxbreakError, as_json: bool) -> None:
 
 def unwritable(err: OSError) -> TaxbreakError:
     """``output.unwritable`` for an OSError raised while writing an output."""
-    return TraceNotFoundError("output.unwritable", err.strerror or str(err), path=err.filename,
-                              hint="check that the output's folder exists and is writable, and the disk has space")
+    return output_unwritable(err, err.filename)

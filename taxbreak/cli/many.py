@@ -98,8 +98,13 @@ def _report_stderr(result, err: Console, quiet: bool = False) -> None:
         return
     ok = len(result.files) - len(result.failed)
     skipped = f" · {len(result.failed)} skipped" if result.failed else ""
+    # entries with a trace name that were never opened (FIFOs, devices, dangling links, loops):
+    # the headline counts them, so "Analyzed 4 of 4" cannot hide a trace that was passed over
+    passed = result.diagnostics.count("scale.entry_skipped")
+    passed_over = f" · {passed} entr{'ies' if passed != 1 else 'y'} passed over unopened" if passed else ""
     err.print(f"Analyzed {ok} of {len(result.files)} traces in {result.seconds:.1f} s "
-              f"with {result.workers} worker{'s' if result.workers != 1 else ''}{skipped}", highlight=False)
+              f"with {result.workers} worker{'s' if result.workers != 1 else ''}{skipped}{passed_over}",
+              highlight=False)
 
 
 def _is_url(path: str) -> bool:
@@ -193,7 +198,7 @@ def run_folder(folder, *, output: str | None = None, as_json: bool = False, part
     text = json.dumps(result.to_dict(), indent=1, default=_json_scalar) if (as_json or output) else ""
     if output and not partitioned:
         Path(output).mkdir(parents=True, exist_ok=True)
-        (Path(output) / "summary.json").write_text(text)
+        write_output(Path(output) / "summary.json", text)
     if as_json:
         click.echo(json_for_terminal(text))
     else:

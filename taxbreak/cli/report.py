@@ -4,10 +4,10 @@ from __future__ import annotations
 import json
 import sys
 import time
-from pathlib import Path
 
 import click
 
+from ..trace.fileio import output_target, write_output
 from ..trace.text import json_for_terminal, safe_text
 from .errors import handle_errors
 from .status import quiet_option, status_line
@@ -30,11 +30,18 @@ def _load(path: str, floor_us, step_pattern, tokens):
     return load_run(path, floor_us=floor_us, step_pattern=step_pattern, tokens=tokens)
 
 
-def _write(path: str, text: str) -> None:
+def _write(path: str, text: str, inputs=()) -> None:
+    """An output file, atomic and never onto ``inputs`` or through a link; ``-`` is stdout."""
     if path == "-":
         click.echo(text, nl=False)
     else:
-        Path(path).write_text(text, encoding="utf-8")
+        write_output(path, text, inputs=inputs)
+
+
+def _refuse_output(path: str | None, inputs) -> None:
+    """Refuse an output onto an input or a link before the analysis runs (it costs seconds)."""
+    if path and path != "-":
+        output_target(path, inputs=inputs)
 
 
 @click.command("report")
@@ -47,8 +54,9 @@ def report(target, output, floor_us, step_pattern, tokens, quiet):
     """Write a self-contained HTML report (opens offline)."""
     from ..report.html import render_html
 
+    _refuse_output(output, [target])
     run = _load(target, floor_us, step_pattern, tokens)
-    _write(output, render_html(run.analysis, manifest=run.manifest, title=str(target)))
+    _write(output, render_html(run.analysis, manifest=run.manifest, title=str(target)), [target, run.trace_path])
     status_line(f"wrote {safe_text(output)}", quiet)
 
 
@@ -67,8 +75,9 @@ def annotate(trace, output, max_flows, floor_us, step_pattern, tokens, quiet):
     from ..report.run import find_trace
 
     require_kineto(find_trace(trace)[0])  # fail before a full analysis
+    _refuse_output(output, [trace])
     run = _load(trace, floor_us, step_pattern, tokens)
-    stats = write_annotated(run.trace_path, run.analysis, output, max_flows=max_flows)
+    stats = write_annotated(run.trace_path, run.analysis, output, max_flows=max_flows, inputs=[trace])
     status_line(f"wrote {safe_text(output)}: {safe_text(stats.summary_line())}", quiet)
 
 
@@ -123,14 +132,18 @@ def check(targets, budget_path, baselines, junit, markdown, as_json, allow_unmea
     from ..report.repeat import evaluate_repeated
 
     started = time.perf_counter()
+    run_paths, base_paths = _expand_runs(targets), _expand_runs(baselines)
+    inputs = [*targets, *run_paths, budget_path, *baselines, *base_paths]
+    for path in (junit, markdown):
+        _refuse_output(path, inputs)
     budget = load_budget(budget_path)  # before the analysis: a bad budget fails fast
-    runs = [_load(t, floor_us, step_pattern, tokens).analysis.summary for t in _expand_runs(targets)]
-    base = [_load(b, floor_us, step_pattern, tokens).analysis.summary for b in _expand_runs(baselines)]
+    runs = [_load(t, floor_us, step_pattern, tokens).analysis.summary for t in run_paths]
+    base = [_load(b, floor_us, step_pattern, tokens).analysis.summary for b in base_paths]
     result = evaluate_repeated(budget, runs, base or None, allow_unmeasured=allow_unmeasured)
     if junit:
-        _write(junit, render_junit(result, time_s=time.perf_counter() - started))
+        _write(junit, render_junit(result, time_s=time.perf_counter() - started), inputs)
     if markdown:
-        _write(markdown, render_markdown(result))
+        _write(markdown, render_markdown(result), inputs)
     if as_json:
         click.echo(json_for_terminal(json.dumps(result.as_dict(), indent=1)))
         for line in warning_lines(result):  # the table prints them itself

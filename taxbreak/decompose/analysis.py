@@ -14,6 +14,7 @@ import pandas as pd
 
 from ..trace.diagnostics import Diagnostics
 from ..trace.errors import UsageError
+from ..trace.fileio import atomic_output, output_target, write_output
 from ..trace.memory import release_freed_heap
 from ..trace.nesting import sorted_unique
 from ..trace.tables import TraceTables
@@ -58,12 +59,15 @@ class Analysis:
         """Write every frame of ``FRAMES`` as Parquet, and ``summary.json``."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
+        for name in [f"{name}.parquet" for name in FRAMES] + ["summary.json"]:
+            output_target(out / name)  # a link among them refuses the whole output before any file is written
         written = []
         for name in FRAMES:
             path = out / f"{name}.parquet"
-            getattr(self, name).to_parquet(path, index=False)
+            with atomic_output(path) as tmp:  # never through a link, never half a file (docs/reliability.md)
+                getattr(self, name).to_parquet(tmp, index=False)
             written.append(path)
-        (out / "summary.json").write_bytes(self.to_json_bytes())
+        write_output(out / "summary.json", self.to_json_bytes())
         return written + [out / "summary.json"]
 
     def to_json(self, indent: int | None = 1) -> str:

@@ -1,16 +1,16 @@
 """What ``analyze`` accepts: a ``TraceTables``, a trace file, or a run directory."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Callable
 
-from ..trace.errors import TraceFormatError, TraceNotFoundError, UsageError
+from ..trace.errors import TraceNotFoundError, UsageError
+from ..trace.fileio import check_input
+from ..trace.paths import read_run_manifest, run_trace_file
 from ..trace.tables import DeferredTraceTables, TraceTables
 
-MANIFEST = "manifest.json"
 TRACE_NAMES = ("trace.json.gz", "trace.json", "trace.sqlite", "trace.nsys-rep")
 
 
@@ -60,6 +60,7 @@ def resolve_input(path_or_tables) -> Source:
     if not path.exists():
         raise TraceNotFoundError("input.not_found", "no such file or directory", path=str(path),
                                  hint="give a trace file (.json, .json.gz, .sqlite, .nsys-rep) or a run directory")
+    check_input(path, allow_dir=True, what="trace")  # a FIFO or device: refused unread
     # readers sit below decompose; imported late to keep import light
     from ..readers import load_trace
     from ..readers.cache import cache_enabled
@@ -76,26 +77,17 @@ def _run_trace(run_dir: Path) -> tuple[Path, dict]:
 
 
 def _read_manifest(run_dir: Path) -> dict:
-    file = run_dir / MANIFEST
-    if not file.is_file():
+    manifest = read_run_manifest(run_dir)
+    if manifest is None:
         raise TraceNotFoundError("run.not_a_run", "directory without manifest.json", path=str(run_dir),
                                  hint="give a run directory written by `taxbreak profile`, or a trace file")
-    try:
-        data = json.loads(file.read_text())
-    except (OSError, ValueError) as err:
-        raise TraceFormatError("json.invalid", f"manifest is not valid JSON: {err}", path=str(file)) from err
-    if not isinstance(data, dict):
-        raise TraceFormatError("json.invalid", "manifest is not a JSON object", path=str(file))
-    return data
+    return manifest
 
 
 def _trace_in(run_dir: Path, manifest: dict) -> Path:
-    named = manifest.get("trace")
-    if isinstance(named, str) and (run_dir / named).is_file():
-        return run_dir / named
-    for name in TRACE_NAMES:
-        if (run_dir / name).is_file():
-            return run_dir / name
+    found = run_trace_file(run_dir, TRACE_NAMES, manifest)  # confined to the folder (trace/paths.py)
+    if found is not None:
+        return found
     raise TraceNotFoundError("run.no_traces", "run directory without a trace file", path=str(run_dir),
                              hint=f"expected one of {', '.join(TRACE_NAMES)}")
 

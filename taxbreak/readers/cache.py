@@ -33,11 +33,13 @@ anything else under the cache directory are left alone.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
 import os
 import shutil
+import stat
 import threading
 import time
 import uuid
@@ -99,8 +101,19 @@ def cache_key(path: str | Path, variant: str = "") -> str:
     Raises:
         OSError: when ``path`` cannot be stat'ed (the caller's parse reports it properly).
     """
-    ident = [file_identity(path), __version__, READER_FORMAT_VERSION, variant, code_fingerprint("readers", "trace")]
+    ident = [file_identity(path), __version__, READER_FORMAT_VERSION, variant, code_fingerprint("readers", "trace"),
+             bound_settings()]
     return hashlib.sha256(json.dumps(ident).encode()).hexdigest()[:32]
+
+
+BOUND_PREFIXES = ("TAXBREAK_MAX_", "TAXBREAK_NSYS_MAX_")
+
+
+def bound_settings() -> list[list[str]]:
+    """The reader bounds set in the environment (``TAXBREAK_MAX_*``, ``TAXBREAK_NSYS_MAX_*``):
+    part of both caches' keys, since a lowered bound drops or refuses events, and a result
+    read under it must not be served to a run under other bounds (docs/reliability.md)."""
+    return sorted([name, value] for name, value in os.environ.items() if name.startswith(BOUND_PREFIXES))
 
 
 def file_identity(path: str | Path) -> list:
@@ -116,6 +129,8 @@ def file_identity(path: str | Path) -> list:
     """
     resolved = Path(path).resolve()
     st = resolved.stat()
+    if not stat.S_ISREG(st.st_mode):  # a FIFO would block the fingerprint's read forever, a device never end
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
     return [str(resolved), st.st_size, st.st_mtime_ns, st.st_ctime_ns, content_fingerprint(resolved, st)]
 
 
@@ -290,8 +305,22 @@ def has_marker(folder: Path) -> bool:
 
 
 def is_entry(entry: Path) -> bool:
-    """A complete entry written by taxbreak: the marker file and ``entry.json``."""
-    return (entry / ENTRY_FILE).is_file() and has_marker(entry)
+    """A complete entry written by taxbreak as this user: the marker file and ``entry.json``.
+
+    A cache folder shared between users (``$TAXBREAK_CACHE_DIR`` on a team disk)
+    may hold entries another user wrote: their tables are not trusted (they could
+    hold any numbers), so an entry whose folder or ``entry.json`` someone else owns
+    is no entry here: it is neither read, nor counted, nor removed."""
+    record = entry / ENTRY_FILE
+    return record.is_file() and has_marker(entry) and owned_by_me(entry) and owned_by_me(record)
+
+
+def owned_by_me(path: Path) -> bool:
+    """Whether this process's effective user owns ``path`` (the link itself, not its target)."""
+    try:
+        return os.lstat(path).st_uid == os.geteuid()
+    except OSError:
+        return False
 
 
 def remove_entry(entry: Path) -> bool:
@@ -313,6 +342,13 @@ def remove_entry(entry: Path) -> bool:
     except OSError:  # a file taxbreak did not write is in it: the folder stays
         return False
     return True
+
+
+def _removed(entry: Path) -> bool:
+    """:func:`remove_entry`, True when the entry is gone as an entry (its record removed;
+    a stray file of someone else's may keep the folder)."""
+    remove_entry(entry)
+    return not os.path.lexists(entry / ENTRY_FILE)
 
 
 def _listed_files(entry: Path) -> list[str]:
@@ -396,11 +432,10 @@ def clear_cache(stale_tmp_age_s: float = 3600.0) -> CacheStats:
     Only folders carrying taxbreak's marker are touched (:func:`remove_entry`).
 
     Returns:
-        What was removed (entries and bytes).
+        What was removed (entries and bytes); entries that stay (a foreign file in
+        the folder, no permission) are not counted.
     """
-    before = cache_stats()
-    for _, _, entry in _entries():
-        remove_entry(entry)
+    removed = [(size, entry) for _, size, entry in _entries() if _removed(entry)]
     now = time.time()
     for root in cache_roots():
         if not root.is_dir():
@@ -410,6 +445,7 @@ def clear_cache(stale_tmp_age_s: float = 3600.0) -> CacheStats:
                 is_stale = now - tmp.stat().st_mtime > stale_tmp_age_s
             except OSError:  # its writer renamed or removed it meanwhile
                 continue
-            if is_stale and not tmp.is_symlink() and has_marker(tmp):  # a foreign .tmp-* stays
+            if is_stale and not tmp.is_symlink() and has_marker(tmp) and owned_by_me(tmp):  # a foreign .tmp-* stays
                 shutil.rmtree(tmp, ignore_errors=True)
-    return before
+    # what was removed, not what was there: an entry that could not be removed is not counted
+    return CacheStats(cache_dir(), len(removed), sum(size for size, _ in removed))

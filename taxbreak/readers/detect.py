@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..trace.errors import TraceFormatError, TraceNotFoundError, UnsupportedFormatError
-from ..trace.paths import run_trace_file
+from ..trace.fileio import check_input
+from ..trace.paths import read_run_manifest, run_trace_file
 
 KINETO = "kineto"
 NSYS_SQLITE = "nsys_sqlite"
@@ -47,14 +48,13 @@ def resolve_trace_path(path: str | Path) -> Path:
             manifest) or ``run.no_traces`` (a run directory without a trace).
     """
     path = Path(path)
-    if not path.exists():
-        raise TraceNotFoundError("input.not_found", "no such file or directory", str(path), hint="check the path")
-    if not path.is_dir():
+    if not stat.S_ISDIR(check_input(path, allow_dir=True, what="trace").st_mode):
         return path
-    if not (path / "manifest.json").is_file():
+    manifest = read_run_manifest(path)
+    if manifest is None:
         raise UnsupportedFormatError("run.not_a_run", "a directory without manifest.json", str(path),
                                      hint="pass a trace file, or a run directory written by `taxbreak profile`")
-    found = run_trace_file(path, RUN_TRACE_NAMES)
+    found = run_trace_file(path, RUN_TRACE_NAMES, manifest)
     if found is not None:
         return found
     raise UnsupportedFormatError("run.no_traces", "a run directory without a trace", str(path),
@@ -97,7 +97,7 @@ def detect_format(path: str | Path) -> TraceFormat:
 
 
 def _read_head(path: Path) -> bytes:
-    _require_regular_file(path)
+    check_input(path, what="trace")  # a FIFO blocks a read forever, a device never ends: refused unread
     try:
         with path.open("rb") as fh:
             return fh.read(_HEAD_BYTES)
@@ -108,17 +108,3 @@ def _read_head(path: Path) -> bytes:
     except OSError as err:
         raise TraceNotFoundError("input.unreadable", f"cannot read the file: {err.strerror}", str(path)) from err
 
-
-def _require_regular_file(path: Path) -> None:
-    """A FIFO or socket would block the read forever, a device never end: refuse them unread."""
-    try:
-        mode = path.stat().st_mode
-    except FileNotFoundError as err:
-        raise TraceNotFoundError("input.not_found", "no such file", str(path), hint="check the path") from err
-    except OSError as err:
-        raise TraceNotFoundError("input.unreadable", f"cannot read the file: {err.strerror}", str(path)) from err
-    if stat.S_ISDIR(mode):
-        raise TraceNotFoundError("input.unreadable", "a directory, not a trace file", str(path))
-    if not stat.S_ISREG(mode):
-        raise TraceNotFoundError("input.unreadable", "not a regular file (a FIFO, socket or device)", str(path),
-                                 hint="give the path of a trace file")

@@ -23,7 +23,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from taxbreak.trace.diagnostics import Diagnostics
-from taxbreak.trace.errors import ToolMissingError, TraceFormatError, TraceNotFoundError
+from taxbreak.trace.errors import ToolMissingError, TraceFormatError
+from taxbreak.trace.fileio import check_input
 from taxbreak.trace.memory import release_freed_heap
 from taxbreak.trace.tables import TraceMeta, TraceTables
 
@@ -69,35 +70,49 @@ def read_nsys(path: str | os.PathLike) -> TraceTables:
     return tables
 
 
+ENV_EXPORT_TIMEOUT = "TAXBREAK_NSYS_EXPORT_TIMEOUT_S"
+DEFAULT_EXPORT_TIMEOUT_S = 1800.0  # a 10 M-event report exports in minutes; a hung nsys must not hold a CI job
+
+
+def export_timeout_s() -> float:
+    """``$TAXBREAK_NSYS_EXPORT_TIMEOUT_S`` when it is a positive number, else 30 minutes."""
+    try:
+        value = float(os.environ.get(ENV_EXPORT_TIMEOUT, ""))
+    except ValueError:
+        return DEFAULT_EXPORT_TIMEOUT_S
+    return value if value > 0 else DEFAULT_EXPORT_TIMEOUT_S
+
+
 def read_nsys_rep(path: str | os.PathLike, timeout_s: float | None = None) -> TraceTables:
     """Export an ``.nsys-rep`` with the ``nsys`` CLI to a temporary SQLite file and read it.
 
     Args:
         path: the report file.
-        timeout_s: give up on ``nsys export`` after this many seconds (None: wait).
+        timeout_s: give up on ``nsys export`` after this many seconds
+            (None: ``$TAXBREAK_NSYS_EXPORT_TIMEOUT_S``, default 30 minutes).
 
     Raises:
         ToolMissingError: ``nsys.not_installed`` when ``nsys`` is not on PATH.
         TraceFormatError: ``nsys.export_failed`` when the export fails or writes nothing.
     """
     rep = Path(path)
-    if not rep.is_file():
-        raise TraceNotFoundError("input.not_found", "no such file", path=str(rep))
+    check_input(rep, what="report")  # a FIFO or device is refused before nsys opens it
     nsys = shutil.which("nsys")
     if nsys is None:
         raise ToolMissingError("nsys.not_installed", "reading an .nsys-rep needs the nsys CLI, which is not on PATH",
                                path=str(rep), hint=NSYS_INSTALL_HINT)
     with tempfile.TemporaryDirectory(prefix="taxbreak-nsys-") as tmp:
         out = Path(tmp) / (rep.stem + ".sqlite")
-        _run_export(nsys, rep, out, timeout_s)
+        _run_export(nsys, rep, out, export_timeout_s() if timeout_s is None else timeout_s)
         tables = read_nsys(out)
     tables.meta.extra["exported_from"] = str(rep)
     tables.meta.path = str(rep)
     return tables
 
 
-def _run_export(nsys: str, rep: Path, out: Path, timeout_s: float | None) -> None:
-    cmd = [nsys, "export", "--type", "sqlite", "--output", str(out), str(rep)]
+def _run_export(nsys: str, rep: Path, out: Path, timeout_s: float) -> None:
+    # absolute paths: a report named `--force-overwrite=true.nsys-rep` would otherwise read as an option
+    cmd = [nsys, "export", "--type", "sqlite", "--output", os.path.abspath(out), os.path.abspath(rep)]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:

@@ -36,6 +36,7 @@ import pandas as pd
 
 from ..decompose.idle import ISSUED_CAUSES
 from ..trace.errors import UnsupportedFormatError
+from ..trace.fileio import output_target
 from . import annotate_io as io
 from .annotate_layout import (CATEGORY, FLOW_ID_BASE, IDLE_TRACK, MAX_LANES, TID_BASE, assign_lanes,  # noqa: F401
                               idle_flows, lay_out, launch_flows, nested_subset, slice_events, thread_names)
@@ -278,9 +279,14 @@ def annotated_bytes(raw: bytes, analysis, max_flows: int = MAX_FLOWS, path: str 
 
 
 def write_annotated(trace_path: str | Path, analysis, output: str | Path,
-                    max_flows: int = MAX_FLOWS) -> AnnotateStats:
-    """Read the trace, add the tracks, write ``output`` (gzip when it ends in .gz)."""
+                    max_flows: int = MAX_FLOWS, inputs=()) -> AnnotateStats:
+    """Read the trace, add the tracks, write ``output`` (gzip when it ends in .gz).
+
+    ``output`` is written atomically and never onto the trace or ``inputs``
+    (``output.is_input``) nor through a link (``output.is_link``): docs/reliability.md."""
     _require_kineto_analysis(analysis.tables.meta, trace_path)
+    inputs = (trace_path, *inputs)
+    output_target(output, inputs=inputs)  # refused before the analysis's copy is built
     data, stats = annotated_bytes(io.read_trace_bytes(trace_path), analysis, max_flows, trace_path)
-    io.write_document(data, output)
+    io.write_document(data, output, inputs=inputs)
     return stats

@@ -21,6 +21,7 @@ from ..readers import bounds as B
 from ..readers import kineto_io
 from ..readers.kineto_keys import DuplicateKey, duplicate_key_error, object_members
 from ..trace.errors import TraceFormatError, UnsupportedFormatError
+from ..trace.fileio import output_target, write_output
 
 _LIST = msgspec.json.Decoder(msgspec.Raw)
 _WHITESPACE = b" \t\r\n"
@@ -106,8 +107,11 @@ def encode_events(events: list[dict]) -> bytes:
     return msgspec.json.encode(events)[1:-1]
 
 
-def write_document(data: bytes, output: str | Path) -> None:
+def write_document(data: bytes, output: str | Path, inputs=()) -> None:
     """``data`` to ``output``, gzip-compressed when its name ends in .gz (zlib level 6:
-    ISA-L's fastest levels take a tenth of the time but write a ~45 % larger file)."""
+    ISA-L's fastest levels take a tenth of the time but write a ~45 % larger file).
+    Written atomically, never onto ``inputs`` or through a link (:mod:`taxbreak.trace.fileio`)."""
     out = Path(output)
-    out.write_bytes(gzip.compress(data, compresslevel=6, mtime=0) if out.name.endswith(".gz") else data)
+    output_target(out, inputs=inputs)  # refused before the compression's cost
+    write_output(out, gzip.compress(data, compresslevel=6, mtime=0) if out.name.endswith(".gz") else data,
+                 inputs=inputs)

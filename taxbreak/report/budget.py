@@ -33,7 +33,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..trace.errors import BudgetError
+from ..trace.errors import BudgetError, TaxbreakError
+from ..trace.fileio import read_input_bytes
 from .metrics import METRIC_KEYS, ORCHESTRATION_METRICS, PHASES, RENAMED_METRICS, WORSE_DIRECTION
 
 SCOPES = ("all",) + PHASES
@@ -85,14 +86,21 @@ def load_budget(path: str | Path) -> Budget:
     """Read and validate a budget file.
 
     Raises:
-        BudgetError: ``budget.malformed`` for unreadable TOML or a bad limit,
+        BudgetError: ``input.not_found``, ``input.unreadable`` (a FIFO, device or folder),
+            ``input.too_large`` (over ``MAX_BUDGET_BYTES``), checked before the file is opened;
+            ``budget.malformed`` for unreadable TOML or a bad limit,
             ``budget.unknown_metric`` for a name that is not a summary metric,
             ``budget.renamed_metric`` for a name in ``RENAMED_METRICS``.
     """
     p = Path(path)
+    # stat before open: a FIFO would block, /dev/zero never end (input.unreadable, input.too_large)
     try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
+        data = read_input_bytes(p, max_bytes=MAX_BUDGET_BYTES, what="budget")
+    except TaxbreakError as err:  # its input code, with the budget's exit status (2)
+        raise BudgetError(err.code, err.message, path=err.path, hint=err.hint) from err
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
         raise BudgetError("budget.malformed", f"cannot read budget file: {err}", path=str(p)) from err
     return parse_budget(text, path=str(p))
 

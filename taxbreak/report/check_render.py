@@ -1,11 +1,12 @@
 """Text, JUnit XML and Markdown forms of a budget :class:`CheckResult`."""
 from __future__ import annotations
 
-import re
 import xml.etree.ElementTree as ET
 
+from ..trace.text import safe_text
 from .check import CheckResult, Outcome
 from .metrics import fmt_value
+from .sanitize import markdown_text, xml_text
 
 _LABEL = {"pass": "ok", "fail": "FAIL", "not_measured": "NOT MEASURED", "skipped": "skipped"}
 _ORDER = {"fail": 0, "not_measured": 1, "skipped": 2, "pass": 3}
@@ -55,7 +56,7 @@ def render_check_text(result: CheckResult) -> str:
     """Aligned plain-text table, failures first, then the headline. ``max_pct``
     defaults skipped because neither run measured them are folded into one line."""
     quiet = [o for o in result.outcomes if o.status == "skipped" and o.detail == QUIET_DETAIL]
-    rows = [(_LABEL[o.status], f"{o.scope}.{o.metric}", o.expected, _actual(o), _detail(o))
+    rows = [tuple(map(safe_text, (_LABEL[o.status], f"{o.scope}.{o.metric}", o.expected, _actual(o), _detail(o))))
             for o in _sorted(result) if not (o.status == "skipped" and o.detail == QUIET_DETAIL)]
     header = ("status", "limit", "expected", "actual", "detail")
     widths = [max(len(r[i]) for r in rows + [header]) for i in range(4)]
@@ -69,18 +70,9 @@ def render_check_text(result: CheckResult) -> str:
 
 
 def warning_lines(result: CheckResult) -> list[str]:
-    """``warning: ...`` per warning of the check (empty budget, baseline of another model)."""
-    return [f"warning: {w}" for w in result.warnings]
-
-
-# characters XML 1.0 cannot hold at all, not even escaped (C0 controls but tab/newline/CR,
-# lone surrogates, U+FFFE/U+FFFF): a limit's name or detail carrying one would make the file unreadable
-_XML_ILLEGAL = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-
-
-def xml_text(text: str) -> str:
-    """``text`` without the characters XML 1.0 forbids (ElementTree escapes the rest)."""
-    return _XML_ILLEGAL.sub("", str(text))
+    """``warning: ...`` per warning of the check (empty budget, baseline of another model),
+    one terminal line each: a GPU or model name's controls and newlines are shown as escapes."""
+    return [f"warning: {safe_text(w)}" for w in result.warnings]
 
 
 def render_junit(result: CheckResult, suite_name: str = "taxbreak.budget", time_s: float | None = None) -> str:
@@ -120,10 +112,10 @@ def _junit_case(suite: ET.Element, o: Outcome) -> None:
 def render_markdown(result: CheckResult, title: str = "taxbreak budget") -> str:
     """A Markdown summary for a CI step summary (``$GITHUB_STEP_SUMMARY``)."""
     icon = {"pass": "✅", "fail": "❌", "not_measured": "⚠️ not measured", "skipped": "➖ skipped"}
-    lines = [f"### {title}: {'passed' if result.passed else 'FAILED'}", "", headline(result), "",
-             *[f"> {line}" for line in warning_lines(result)], *([""] if result.warnings else []),
+    lines = [f"### {markdown_text(title)}: {'passed' if result.passed else 'FAILED'}", "", headline(result), "",
+             *[f"> warning: {markdown_text(w)}" for w in result.warnings], *([""] if result.warnings else []),
              "| status | limit | expected | actual | detail |", "|---|---|---|---|---|"]
     for o in _sorted(result):
-        cells = [icon[o.status], f"`{o.scope}.{o.metric}`", o.expected, _actual(o), _detail(o)]
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        cells = [markdown_text(c) for c in (f"{o.scope}.{o.metric}", o.expected, _actual(o), _detail(o))]
+        lines.append("| " + " | ".join([icon[o.status], *cells]) + " |")
     return "\n".join(lines) + "\n"

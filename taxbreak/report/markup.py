@@ -8,7 +8,7 @@ forgetting a call to ``escape``.
 """
 from __future__ import annotations
 
-import html
+from .sanitize import html_text
 
 
 class Markup(str):
@@ -21,7 +21,7 @@ def esc(value) -> Markup:
     """Escape any value for text or a quoted attribute (``& < > " '``)."""
     if isinstance(value, Markup):
         return value
-    return Markup(html.escape(str(value), quote=True))
+    return Markup(html_text(value))  # bidi overrides and controls shown as escapes (report/sanitize.py)
 
 
 def join(parts) -> Markup:

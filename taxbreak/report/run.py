@@ -6,12 +6,14 @@ manifest. Every report command takes either.
 """
 from __future__ import annotations
 
-import json
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..trace.errors import TraceFormatError, TraceNotFoundError, UnsupportedFormatError
+from ..trace.errors import TraceNotFoundError, UnsupportedFormatError
+from ..trace.fileio import check_input
+from ..trace.paths import read_run_manifest, run_trace_file
 
 MANIFEST = "manifest.json"
 TRACE_NAMES = ("trace.json.gz", "trace.json", "trace.sqlite", "trace.nsys-rep")
@@ -43,16 +45,16 @@ def find_trace(path: str | Path) -> tuple[Path, dict | None]:
     if not p.exists():
         raise TraceNotFoundError("input.not_found", "no such file or directory", path=str(p),
                                  hint="give a run directory (with manifest.json) or a trace file")
-    if p.is_file():
+    if not stat.S_ISDIR(check_input(p, allow_dir=True, what="trace").st_mode):  # a FIFO or device: refused unread
         return p, None
     if (p / SWEEP_INDEX).is_file() and not (p / MANIFEST).is_file():
         raise UnsupportedFormatError("run.not_a_run", "a sweep directory, not one run", path=str(p),
                                      hint=f"the sweep's own report is {p / 'sweep.html'}; give one of its "
                                           "point directories (b<B>-s<S>) here")
-    manifest = read_manifest(p / MANIFEST) if (p / MANIFEST).is_file() else None
-    for name in TRACE_NAMES:
-        if (p / name).is_file():
-            return p / name, manifest
+    manifest = read_run_manifest(p)
+    named = run_trace_file(p, TRACE_NAMES, manifest)  # the manifest's "trace", confined to the folder
+    if named is not None:
+        return named, manifest
     found = sorted(f for f in p.iterdir()
                    if f.is_file() and f.name.endswith(TRACE_SUFFIXES) and f.name not in _NOT_TRACES)
     if len(found) == 1:
@@ -62,18 +64,6 @@ def find_trace(path: str | Path) -> tuple[Path, dict | None]:
                             hint="expected trace.json.gz or trace.sqlite (written by `taxbreak profile`)")
     raise UnsupportedFormatError("run.not_a_run", f"directory holds {len(found)} traces and no trace.json.gz",
                         path=str(p), hint="name one trace file explicitly")
-
-
-def read_manifest(path: Path) -> dict:
-    """The run manifest as a dict; a broken manifest is an input error, not a crash."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise TraceFormatError("run.not_a_run", f"manifest.json cannot be read: {err}", path=str(path),
-                               hint="re-run `taxbreak profile` or remove the broken manifest") from err
-    if not isinstance(data, dict):
-        raise TraceFormatError("run.not_a_run", "manifest.json is not a JSON object", path=str(path))
-    return data
 
 
 def load_run(path: str | Path, floor_us: float | None = None, step_pattern: str | None = None,

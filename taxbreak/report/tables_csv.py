@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..trace.fileio import output_target, write_output
+from .sanitize import csv_frame
+
 CSV_TABLES = ("kernels", "steps", "phases")
 
 
@@ -18,16 +21,19 @@ def table_csv(analysis, table: str) -> str:
     if table not in CSV_TABLES:
         raise ValueError(f"table must be one of {', '.join(CSV_TABLES)}, got {table!r}")
     # lineterminator "\n": the same bytes on every platform, as the goldens compare them
-    return getattr(analysis, table).to_csv(index=False, na_rep="", lineterminator="\n")
+    # text cells that a spreadsheet would run as formulas get a ' in front (report/sanitize.py)
+    return csv_frame(getattr(analysis, table)).to_csv(index=False, na_rep="", lineterminator="\n")
 
 
 def write_csv_tables(analysis, out_dir: str | Path) -> list[Path]:
     """Write ``kernels.csv``, ``steps.csv`` and ``phases.csv`` into ``out_dir`` (created)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    for table in CSV_TABLES:
+        output_target(out / f"{table}.csv")  # a link among them refuses the whole output first
     written = []
     for table in CSV_TABLES:
         path = out / f"{table}.csv"
-        path.write_text(table_csv(analysis, table), encoding="utf-8")
+        write_output(path, table_csv(analysis, table))
         written.append(path)
     return written

@@ -30,9 +30,11 @@ import pyarrow.feather as feather
 from .. import __version__
 from ..decompose import Analysis, analyze
 from ..readers import load_trace
-from ..readers.cache import (cache_enabled, code_fingerprint, file_identity, is_entry, remove_entry,
+from ..readers import resolve_trace_path
+from ..readers.cache import (bound_settings, cache_enabled, code_fingerprint, file_identity, is_entry, remove_entry,
                              store_in_background, touch_entry, wait_for_writes)
 from ..trace.errors import TaxbreakError
+from ..trace.fileio import check_input
 from ..trace.paths import cache_dir
 from ..trace.tables import META_FILE, DeferredTraceTables, read_meta
 
@@ -64,14 +66,19 @@ def _floor_fingerprint() -> list:
 
 
 def analysis_key(path: str | Path, floor_us: float | None, step_pattern: str | None, tokens: int | None) -> str:
-    """The entry name of one ``analyze`` call (raises OSError when ``path`` cannot be stat'ed)."""
+    """The entry name of one ``analyze`` call: every input that decides the result.
+
+    Raises:
+        OSError: when ``path`` cannot be stat'ed.
+        TaxbreakError: a run directory whose trace cannot be found (the analysis would raise it too).
+    """
     src = Path(path)
     ident = [_stat_ident(src)]
-    if src.is_dir():  # a run directory: its manifest (tokens, runs) and its trace
+    if src.is_dir():  # a run directory: its manifest (tokens, runs) and the trace analyze reads, whatever its name
         ident += [_stat_ident(src / name) for name in ("manifest.json",) if (src / name).is_file()]
-        ident += [_stat_ident(f) for f in sorted(src.glob("trace.*")) if f.is_file()]
+        ident += [_stat_ident(resolve_trace_path(src))]
     ident += [floor_us, step_pattern, tokens, _floor_fingerprint(), __version__, ANALYSIS_FORMAT_VERSION,
-              code_fingerprint("decompose", "readers", "trace")]
+              code_fingerprint("decompose", "readers", "trace"), bound_settings()]
     return hashlib.sha256(json.dumps(ident).encode()).hexdigest()[:32]
 
 
@@ -93,6 +100,7 @@ def cached_analyze(path, floor_us: float | None = None, step_pattern: str | None
     target = Path(path) if isinstance(path, (str, Path)) else None
     if target is None or not target.exists():  # tables, or a bad path that analyze reports
         return analyze(path, floor_us=floor_us, step_pattern=step_pattern, tokens=tokens)
+    check_input(target, allow_dir=True, what="trace")  # before the key's fingerprint opens it: a FIFO blocks
     if not use_cache:  # a run directory still goes through analyze's own loading
         source = load_trace(target, use_cache=False) if target.is_file() else path
         return analyze(source, floor_us=floor_us, step_pattern=step_pattern, tokens=tokens)

@@ -18,9 +18,12 @@ ERROR_CODES: dict[str, str] = {
     "input.not_found": "the path does not exist",
     "input.empty": "the file is empty",
     "input.unreadable": "the file cannot be read (permissions, a directory, I/O error)",
+    "input.too_large": "a small input (budget, manifest) is larger than it may be; it is not read",
     "format.unknown": "the content is neither Kineto JSON nor an Nsight Systems export",
     # outputs
     "output.unwritable": "an output file or folder cannot be written (missing parent folder, permissions, disk full)",
+    "output.is_link": "the output is a symbolic link; taxbreak does not write through links",
+    "output.is_input": "the output is an input of the same command; writing it would destroy the input",
     # Kineto JSON
     "gzip.truncated": "a gzip stream ends early or is corrupt",
     "json.invalid": "the content is not valid JSON",

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .diagnostics import Diagnostics
+from .fileio import atomic_output, output_target, write_output
 from .schema import SCHEMAS, TABLE_NAMES, conform, empty_table
 
 META_FILE = "trace_meta.json"
@@ -102,11 +103,13 @@ def write_parquet(tables: dict[str, pa.Table], meta_json: str, out_dir: str | Pa
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    for name in [f"{name}.parquet" for name in TABLE_NAMES] + [META_FILE]:
+        output_target(out / name)  # a link among them refuses the whole output before any file is written
     # two tables at a time: the Parquet encoder runs on one core per file (10 M events: 3.4 s → ~2 s)
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="taxbreak-parquet") as pool:
         jobs = [pool.submit(_write_table, tables.pop(name), out / f"{name}.parquet") for name in TABLE_NAMES]
         written = [job.result() for job in jobs]
-    (out / META_FILE).write_text(meta_json)
+    write_output(out / META_FILE, meta_json)
     return written + [out / META_FILE]
 
 
@@ -119,7 +122,8 @@ def _write_table(table: pa.Table, path: Path) -> Path:
     against 85 MB).
     """
     text = [f.name for f in table.schema if pa.types.is_string(f.type) or pa.types.is_dictionary(f.type)]
-    pq.write_table(table, path, compression="zstd", use_dictionary=text)
+    with atomic_output(path) as tmp:  # never through a link, never half a file (docs/reliability.md)
+        pq.write_table(table, tmp, compression="zstd", use_dictionary=text)
     return path
 
 

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from ..trace.errors import TaxbreakError, UsageError
+from ..trace.fileio import write_output
 
 log = logging.getLogger(__name__)
 
@@ -251,6 +251,4 @@ def read_index(root: str | Path) -> dict:
 
 
 def _write_json(path: Path, data: dict) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1, default=str) + "\n")
-    os.replace(tmp, path)
+    write_output(path, json.dumps(data, indent=1, default=str) + "\n")  # atomic, never through a link

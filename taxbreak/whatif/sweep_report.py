@@ -1,13 +1,14 @@
 """Sweep outputs: ``table.csv``, SVG plots, ``sweep.html`` and the transition point in ``sweep.json``."""
 from __future__ import annotations
 
-from html import escape
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from ..report.sanitize import csv_frame, html_text
 from ..report.words import NOT_MEASURED
+from ..trace.fileio import write_output
 from .svg import Chart, Series, has_values, render_chart
 from .sweep import INDEX, _write_json, read_index
 from .sweep_table import as_records, build_table, grid_rows
@@ -97,7 +98,7 @@ def write_sweep_outputs(sweep_dir: str | Path, threshold: float = 0.5) -> dict:
     table, notes = build_table(root)
     grid = grid_rows(table)
     transition = transition_points(grid, threshold) if not grid.empty else {"phases": {}, "threshold": threshold}
-    table.to_csv(root / "table.csv", index=False)
+    write_output(root / "table.csv", csv_frame(table).to_csv(index=False))  # atomic, formulas quoted
     charts = build_charts(table, threshold, transition)
     plot_dir = root / "plots"
     plot_dir.mkdir(exist_ok=True)
@@ -107,10 +108,10 @@ def write_sweep_outputs(sweep_dir: str | Path, threshold: float = 0.5) -> dict:
     unplotted = unplotted_sentence([c for c in charts.values() if not has_values(c)])
     paths = []
     for stem, svg in svgs.items():
-        (plot_dir / f"{stem}.svg").write_text(svg)
+        write_output(plot_dir / f"{stem}.svg", svg)
         paths.append(plot_dir / f"{stem}.svg")
     html_path = root / "sweep.html"
-    html_path.write_text(render_html(read_index(root), table, transition, svgs, notes, unplotted))
+    write_output(html_path, render_html(read_index(root), table, transition, svgs, notes, unplotted))
     index = read_index(root)
     index["transition"] = transition
     index["outputs"] = {"table": "table.csv", "html": "sweep.html", "plots": [f"plots/{p.name}" for p in paths]}
@@ -130,7 +131,7 @@ def _cell(value, column: str = "") -> str:
         return f'<td class="na">{NOT_MEASURED}</td>'
     if isinstance(value, float):
         return f"<td>{value:,.3g}</td>" if abs(value) < 100 else f"<td>{value:,.0f}</td>"
-    return f"<td>{escape(str(value))}</td>"
+    return f"<td>{html_text(str(value))}</td>"
 
 
 def unplotted_sentence(charts: list[Chart]) -> str:
@@ -153,16 +154,16 @@ def render_html(index: dict, table: pd.DataFrame, transition: dict, svgs: dict[s
             "body{font-family:system-ui,sans-serif;margin:24px;color:#222}table{border-collapse:collapse;"
             "font-size:12px}td,th{border:1px solid #ddd;padding:3px 6px;text-align:right}"
             ".na{color:#999;font-style:italic}.plots{display:flex;flex-wrap:wrap;gap:12px}</style></head><body>")
-    parts = [head, f"<h1>taxbreak sweep: {escape(str(cfg.get('model')))}</h1>",
+    parts = [head, f"<h1>taxbreak sweep: {html_text(str(cfg.get('model')))}</h1>",
              f"<p>batch sizes {cfg.get('batch_sizes')} × sequence lengths {cfg.get('seq_lens')}, "
              f"{cfg.get('new_tokens')} new tokens, warm-up {cfg.get('warmup')}, runs {cfg.get('runs')}</p>",
-             "<h2>Transition point</h2>", f"<p>Rule: {escape(transition.get('rule', ''))}</p>",
+             "<h2>Transition point</h2>", f"<p>Rule: {html_text(transition.get('rule', ''))}</p>",
              _transition_html(transition), "<h2>Table</h2>", _table_html(table)]
     if notes:
-        parts.append("<h3>Points left out</h3><ul>" + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>")
+        parts.append("<h3>Points left out</h3><ul>" + "".join(f"<li>{html_text(n)}</li>" for n in notes) + "</ul>")
     parts.append("<h2>Plots</h2>")
     if unplotted:
-        parts.append(f"<p class='na'>{escape(unplotted)}</p>")
+        parts.append(f"<p class='na'>{html_text(unplotted)}</p>")
     parts.append("<div class='plots'>" + "".join(svgs.values()) + "</div></body></html>")
     return "".join(parts)
 
@@ -171,7 +172,7 @@ def _table_html(table: pd.DataFrame) -> str:
     if table.empty:
         return "<p>no complete point</p>"
     cols = [c for c in _TABLE_COLUMNS if c in table.columns]
-    head = "<tr>" + "".join(f"<th>{escape(c)}</th>" for c in cols) + "</tr>"
+    head = "<tr>" + "".join(f"<th>{html_text(c)}</th>" for c in cols) + "</tr>"
     body = "".join("<tr>" + "".join(_cell(r.get(c), c) for c in cols) + "</tr>" for r in as_records(table))
     return f"<table>{head}{body}</table>"
 
@@ -179,7 +180,7 @@ def _table_html(table: pd.DataFrame) -> str:
 def _transition_html(transition: dict) -> str:
     items = []
     for phase, info in transition.get("phases", {}).items():
-        items.append(f"<li><b>{escape(phase)}</b>: {escape(describe_phase(info))}</li>")
+        items.append(f"<li><b>{html_text(phase)}</b>: {html_text(describe_phase(info))}</li>")
     return "<ul>" + "".join(items) + "</ul>" if items else "<p>no grid point</p>"
 
 

@@ -157,7 +157,7 @@ def test_renderers_show_failures_first():
     assert 'tests="3" failures="1" errors="1" skipped="0"' in junit
     assert "&gt;= 0.5" in junit
     md = render_markdown(result)
-    assert md.startswith("### taxbreak budget: FAILED") and "| ❌ | `all.hdbi` | >= 0.5 | 0.421 |" in md
+    assert md.startswith("### taxbreak budget: FAILED") and "| ❌ | all.hdbi | >= 0.5 | 0.421 |" in md
 
 
 def test_every_summary_key_is_a_known_metric():

@@ -106,7 +106,7 @@ def test_bad_budget_exits_2_with_one_line_error(planted, tmp_path, text, code, w
 
 def test_missing_budget_file_and_trace(planted, tmp_path):
     missing_budget = run(["check", str(planted), "--budget", str(tmp_path / "none.toml")], tmp_path)
-    assert missing_budget.exit_code == 2 and "error[budget.malformed]" in missing_budget.stderr
+    assert missing_budget.exit_code == 2 and "error[input.not_found]" in missing_budget.stderr
     missing_trace = run(["check", str(tmp_path / "none.json"), "--budget", str(tmp_path / "budget.toml")],
                         tmp_path, PASSING)
     assert missing_trace.exit_code == 1 and "error[input.not_found]" in missing_trace.stderr
