@@ -16,7 +16,6 @@ by rewriting the rects' ``x``/``width`` and the µs ticks (:mod:`taxbreak.report
 """
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +27,7 @@ from ..decompose.views import name_flags
 from ..decompose.views import LINKABLE_API_KINDS
 from ..trace.tables import TraceTables
 from .markup import Markup, join, tag, void
+from .sanitize import html_text
 from .svg import IDLE_COLORS, chart, legend, nice_ticks, text, tick_text
 
 MAX_EVENTS = 10000
@@ -334,7 +334,7 @@ def _rects(row: Row, y: float, h: float, to_px, cls: str, prefix: str = "") -> M
     width = to_px(row.end_ns) - x0
     dur_us = (row.end_ns - row.start_ns) / 1e3
     names = row.names or [""] * len(x0)
-    escaped = {n: html.escape(f"{prefix}{n}{' · ' if n else ''}", quote=False) for n in set(names)}
+    escaped = {n: html_text(f"{prefix}{n}{' · ' if n else ''}") for n in set(names)}
     head = f'<rect class="{cls}" y="{y:.1f}" height="{h:.1f}" '
     out = [f'{head}x="{x:.3f}" width="{max(wd, 0.5):.3f}" fill="{color}"{_true_width(wd)}>'
            f'<title>{escaped[name]}{dur:,.2f} µs</title></rect>'
