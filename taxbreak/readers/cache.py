@@ -247,6 +247,11 @@ def store_in_background(entry: Path, write: Callable[[Path], object], record: di
     writer.start()
 
 
+def writes_held() -> bool:
+    """Whether a :func:`deferred_writes` block is open (a held write may read its data late)."""
+    return _HELD is not None
+
+
 @contextlib.contextmanager
 def deferred_writes() -> Iterator[None]:
     """Hold the cache writes asked for with ``hold=True`` until the block ends.

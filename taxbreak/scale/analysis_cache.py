@@ -31,7 +31,7 @@ from .. import __version__
 from ..decompose.result import Analysis
 from ..readers import load_trace
 from ..readers.cache import (cache_enabled, code_fingerprint, file_identity, is_entry, remove_entry,
-                             store_in_background, touch_entry, wait_for_writes)
+                             store_in_background, touch_entry, wait_for_writes, writes_held)
 from ..trace.errors import TaxbreakError
 from ..trace.paths import cache_dir
 from ..trace.tables import META_FILE, DeferredTraceTables, read_meta
@@ -113,7 +113,10 @@ def cached_analyze(path, floor_us: float | None = None, step_pattern: str | None
             return found
         corrupt = True
     result = analyze(path, floor_us=floor_us, step_pattern=step_pattern, tokens=tokens)
-    store_in_background(entry, _snapshot_writer(result), {"path": str(path)}, hold=True)
+    # held until the CLI's output is out: nothing changes the frames meanwhile, so they are
+    # converted one at a time as written instead of copied into Arrow all at once now
+    writer = _frame_writer(result) if writes_held() else _snapshot_writer(result)
+    store_in_background(entry, writer, {"path": str(path)}, hold=True)
     if corrupt:
         result.tables.diagnostics.add("cache.corrupt_entry", 1, f"{entry} unreadable; analyzed {path} again")
     return result
@@ -129,17 +132,29 @@ def _snapshot_writer(result: Analysis):
     0.99 s (files ~1.5x larger) and reads back faster.
     """
     tables = {name: pa.Table.from_pandas(getattr(result, name), preserve_index=False) for name in FRAMES}
-    summary_json = result.to_json_bytes()
-    meta_json = result.tables.meta_json()
+    return functools.partial(_write_entry, tables, result.to_json_bytes(), result.tables.meta_json())
 
+
+def _frame_writer(result: Analysis):
+    """A writer of the entry's files that reads ``result`` when it runs, one frame at a time:
+    for a write held until the output is out (``deferred_writes``), when nothing changes
+    ``result`` any more; the Arrow copy of one frame is alive at a time, not of all seven."""
     def write(folder: Path) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
-        for name, table in tables.items():
-            feather.write_feather(table, folder / f"{name}.arrow", compression="lz4")
-        (folder / "summary.json").write_bytes(summary_json)
-        (folder / META_FILE).write_text(meta_json)  # a hit then needs no table for a report
+        frames = {name: getattr(result, name) for name in FRAMES}
+        _write_entry(frames, result.to_json_bytes(), result.tables.meta_json(), folder)
 
     return write
+
+
+def _write_entry(frames: dict, summary_json: bytes, meta_json: str, folder: Path) -> None:
+    """The frames (Arrow tables or pandas frames) as LZ4 Arrow IPC, the summary and the trace metadata."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, frame in frames.items():
+        # one thread: no executor, which the interpreter refuses once it is shutting down
+        table = frame if isinstance(frame, pa.Table) else pa.Table.from_pandas(frame, preserve_index=False, nthreads=1)
+        feather.write_feather(table, folder / f"{name}.arrow", compression="lz4")
+    (folder / "summary.json").write_bytes(summary_json)
+    (folder / META_FILE).write_text(meta_json)  # a hit then needs no table for a report
 
 
 def _read(entry: Path, path, options: dict) -> Analysis | None:
