@@ -57,7 +57,8 @@ print("HEAVY", ",".join(heavy), file=sys.stderr)
 
 def test_cached_analyze_to_json_imports_no_pandas_decomposer_or_reader(tmp_path):
     """A second ``analyze --json`` of a trace is served by the analysis cache: its summary is
-    printed without pandas, the decomposer or the Kineto reader (the first run needs them)."""
+    printed without pandas, the decomposer or the Kineto reader (the first run needs them,
+    but neither torch nor matplotlib)."""
     from taxbreak.synth.bigtrace import write_big_kineto
 
     trace = tmp_path / "small.json.gz"
@@ -68,6 +69,7 @@ def test_cached_analyze_to_json_imports_no_pandas_decomposer_or_reader(tmp_path)
                            timeout=300, env=env) for _ in range(2)]
     first, second = ([line for line in run.stderr.splitlines() if line.startswith("HEAVY")] for run in runs)
     assert "pandas" in first[0] and "taxbreak.decompose.analysis" in first[0]  # the cold run decomposes
+    assert "torch" not in first[0] and "matplotlib" not in first[0], runs[0].stderr  # not even cold
     assert second == ["HEAVY "], runs[1].stderr
     assert json.loads(runs[1].stdout) == json.loads(runs[0].stdout)
     assert json.loads(runs[1].stdout)["all"]["kernels"] > 0
