@@ -28,8 +28,10 @@ def run_once(trace: str, cache: str) -> tuple[float, float, float, float]:
     env = dict(os.environ, TAXBREAK_CACHE_DIR=cache)
     env.pop("TAXBREAK_NO_CACHE", None)
     start = time.perf_counter()
+    # run in the cache folder: `python -m` puts the working folder first on sys.path, so a checkout
+    # there would win over $PYTHONPATH (the tree to measure)
     proc = subprocess.Popen([sys.executable, "-m", "taxbreak", "analyze", "--json", "--quiet", trace],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=cache)
     proc.stdout.read(1)
     output_s = time.perf_counter() - start
     proc.stdout.read()
@@ -45,12 +47,13 @@ def main() -> None:
     parser.add_argument("trace")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
+    trace = os.path.abspath(args.trace)
     runs: dict[str, list] = {"cold": [], "cached": []}
     for _ in range(args.repeat):
         cache = tempfile.mkdtemp(prefix="taxbreak-bench-cli-")
         try:
-            runs["cold"].append(run_once(args.trace, cache))
-            runs["cached"].append(run_once(args.trace, cache))
+            runs["cold"].append(run_once(trace, cache))
+            runs["cached"].append(run_once(trace, cache))
         finally:
             shutil.rmtree(cache, ignore_errors=True)
     for kind, rows in runs.items():
