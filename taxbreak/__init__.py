@@ -19,7 +19,7 @@ _EXPORTS = {
     "load_trace": "taxbreak.readers",
     "TraceTables": "taxbreak.trace.tables",
     "analyze": "taxbreak.decompose",
-    "Analysis": "taxbreak.decompose.analysis",
+    "Analysis": "taxbreak.decompose.result",
     "PhaseValues": "taxbreak.decompose.accessors",
     "UnknownPhaseError": "taxbreak.decompose.accessors",
     "TaxbreakError": "taxbreak.trace.errors",

@@ -45,14 +45,24 @@ def analyze(traces: tuple[str, ...], floor_us, step_pattern, tokens, as_json: bo
     if out_format != "csv" and dispatch_folder(traces, scale_opts, out_dir=out_dir, as_json=as_json, floor_us=floor_us,
                        step_pattern=step_pattern, tokens=tokens, quiet=quiet):
         return
+    from ..readers.cache import deferred_writes
+
+    with deferred_writes():  # the analysis cache is written once the output is out
+        result = _analysis(trace, allow_truncated, quiet, floor_us=floor_us, step_pattern=step_pattern, tokens=tokens)
+        _write_output(result, out_format, table, out_dir, top)
+
+
+def _analysis(trace: str, allow_truncated: bool, quiet: bool, **options):
     from ..scale.analysis_cache import cached_analyze
-    from ..report.terminal import render_analysis
 
     with working("analyzing", trace, quiet):
         if allow_truncated:
-            result = _analyze_truncated(trace, floor_us=floor_us, step_pattern=step_pattern, tokens=tokens)
-        else:
-            result = cached_analyze(trace, floor_us=floor_us, step_pattern=step_pattern, tokens=tokens)
+            return _analyze_truncated(trace, **options)
+        return cached_analyze(trace, **options)
+
+
+def _write_output(result, out_format: str, table: str, out_dir, top: int) -> None:
+    """The report, the summary JSON or one CSV table on stdout; the tables under ``out_dir``."""
     if out_dir:
         result.to_parquet(out_dir)
         if out_format == "csv":
@@ -60,10 +70,11 @@ def analyze(traces: tuple[str, ...], floor_us, step_pattern, tokens, as_json: bo
     if out_format == "csv":
         click.echo(table_csv(result, table), nl=False)
         return
-    if as_json:
+    if out_format == "json":
         click.echo(json_bytes_for_terminal(result.to_json_bytes()))  # bytes: written as they are
         return
     from rich.console import Console  # on use: `analyze --help` does not need rich
+    from ..report.terminal import render_analysis
 
     render_analysis(result, Console(), top=top)
 

@@ -14,8 +14,6 @@ import os
 from pathlib import Path
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from ..report.console_text import markup_text
 from ..trace.text import json_for_terminal, safe_text
@@ -65,7 +63,9 @@ def _fmt(value, pattern: str) -> str:
     return "not measured" if value is None else pattern.format(value)
 
 
-def _table(result) -> Table:
+def _table(result):
+    from rich.table import Table  # on use: a single trace's analyze needs no rich
+
     table = Table(title="per rank", title_justify="left")
     for header in ("run", "rank", "trace", *(h for _, h, _ in _COLUMNS)):
         table.add_column(header, justify="left" if header == "trace" else "right")
@@ -82,13 +82,13 @@ def _table(result) -> Table:
     return table
 
 
-def _combined_rows(table: Table, label: str, traces: str, combined: dict, phases: bool) -> None:
+def _combined_rows(table, label: str, traces: str, combined: dict, phases: bool) -> None:
     table.add_row(label, "", traces, *(_fmt(combined["all"].get(k), p) for k, _, p in _COLUMNS), style="bold")
     for phase, metrics in (combined["phases"].items() if phases else ()):
         table.add_row(label, phase, "", *(_fmt(metrics.get(k), p) for k, _, p in _COLUMNS))
 
 
-def _report_stderr(result, err: Console, quiet: bool = False) -> None:
+def _report_stderr(result, err, quiet: bool = False) -> None:
     for f in result.failed:
         err.print(safe_text(f"skipped {f.path}: error[{f.error['code']}] {f.error['message']}"), markup=False,
                   highlight=False)
@@ -199,6 +199,8 @@ def run_folder(folder, *, output: str | None = None, as_json: bool = False, part
     if output and not partitioned:
         Path(output).mkdir(parents=True, exist_ok=True)
         write_output(Path(output) / "summary.json", text)
+    from rich.console import Console  # on use: a single trace's analyze needs no rich
+
     if as_json:
         click.echo(json_for_terminal(text))
     else:

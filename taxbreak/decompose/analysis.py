@@ -5,20 +5,15 @@ import logging
 import math
 import numbers
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from pathlib import Path
 
-import msgspec
 import numpy as np
 import pandas as pd
 
 from ..trace.diagnostics import Diagnostics
 from ..trace.errors import UsageError
-from ..trace.fileio import atomic_output, output_target, write_output
 from ..trace.memory import release_freed_heap
 from ..trace.nesting import sorted_unique
 from ..trace.tables import TraceTables
-from .accessors import PhaseValues, phase_names, phase_values
 from .capture import capture_summary
 from .components import build_kernels
 from .floor import resolve_floor
@@ -26,11 +21,10 @@ from .idle import attribute_idle, issued_path, window_pieces
 from .inputs import resolve_input
 from .health import copy_facts, trace_health
 from .link import link
-from .nested import devices_frame, idle_by_cause_frame
 from .op_chain import op_chain
 from .partition import device_busy, host_partition, stall_meta
 from .py_stalls import take_stalls_out_of_t_py
-from .reprs import analysis_repr, analysis_repr_html
+from .result import FRAMES, Analysis  # noqa: F401 - FRAMES re-exported for callers of this module
 from .scopes import build_ops, phase_table, scope_inputs, step_table
 from .warmup import add_shares, find_warmup, warmup_summary
 from .steps import BETWEEN, BETWEEN_NAME, compile_pattern, find_steps, is_marker, marker_candidates
@@ -38,92 +32,6 @@ from .summary import Context
 from .views import LAUNCH_API_KINDS, build_views, _ints, _strs
 
 log = logging.getLogger(__name__)
-FRAMES = ("kernels", "steps", "phases", "ops", "host_partition", "idle", "op_accounts", "idle_by_cause", "devices")
-
-
-@dataclass(repr=False)
-class Analysis:
-    """The decomposition of one trace (attributes in docs/architecture.md)."""
-
-    kernels: pd.DataFrame
-    steps: pd.DataFrame
-    phases: pd.DataFrame
-    ops: pd.DataFrame
-    host_partition: pd.DataFrame
-    summary: dict
-    tables: TraceTables = field(repr=False)
-    idle: pd.DataFrame = field(repr=False)  # GPU idle pieces by cause (decompose/idle.py)
-    op_accounts: pd.DataFrame = field(repr=False)  # host time of each launching root op (decompose/op_chain.py)
-
-    def to_parquet(self, out_dir: str | Path) -> list[Path]:
-        """Write every frame of ``FRAMES`` as Parquet, and ``summary.json``."""
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        for name in [f"{name}.parquet" for name in FRAMES] + ["summary.json"]:
-            output_target(out / name)  # a link among them refuses the whole output before any file is written
-        written = []
-        for name in FRAMES:
-            path = out / f"{name}.parquet"
-            with atomic_output(path) as tmp:  # never through a link, never half a file (docs/reliability.md)
-                getattr(self, name).to_parquet(tmp, index=False)
-            written.append(path)
-        write_output(out / "summary.json", self.to_json_bytes())
-        return written + [out / "summary.json"]
-
-    def to_json(self, indent: int | None = 1) -> str:
-        """The summary as JSON (unmeasured values are ``null``).
-
-        Encoded by msgspec: the per-step list makes the summary ~5 MB at 1 M
-        events, which the stdlib encoder takes 0.24 s over, msgspec 0.025 s.
-        """
-        return self.to_json_bytes(indent).decode()
-
-    def to_json_bytes(self, indent: int | None = 1) -> bytes:
-        """:meth:`to_json` as UTF-8 bytes: what a file or a pipe gets, without the
-        text copy (the summary of a 10 M-event trace is ~100 MB of JSON)."""
-        data = msgspec.json.encode(self.summary, enc_hook=_json_default)
-        return msgspec.json.format(data, indent=indent) if indent else data
-
-    @property
-    def idle_by_cause(self) -> pd.DataFrame:
-        """Device idle µs per cause of the whole trace, each phase and each step, summed over devices
-        (``device`` <NA>) and per device: one row per (scope, device, cause) (decompose/nested.py)."""
-        return idle_by_cause_frame(self.summary)
-
-    @property
-    def devices(self) -> pd.DataFrame:
-        """Busy and idle µs per device of the whole trace, each phase and each step: one row per
-        (scope, device) (decompose/nested.py)."""
-        return devices_frame(self.summary)
-
-    @property
-    def phase_names(self) -> list[str]:
-        """``"all"`` then the phases of this trace (``unknown`` for a trace without taxbreak markers)."""
-        return phase_names(self.summary)
-
-    def phase(self, name: str = "all") -> PhaseValues:
-        """The typed values of one phase, or of the whole trace (``"all"``); docs/architecture.md.
-
-        Raises:
-            UnknownPhaseError: ``analysis.unknown_phase`` (a ``KeyError`` too), listing the known phases.
-        """
-        return phase_values(self.summary, name)
-
-    def __repr__(self) -> str:
-        return analysis_repr(self)
-
-    def _repr_html_(self) -> str:
-        return analysis_repr_html(self)
-
-
-def _json_default(value):
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.floating):
-        return float(value)
-    if value is pd.NA:
-        return None
-    raise TypeError(f"not JSON serializable: {type(value).__name__}")
 
 
 def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | None = None,

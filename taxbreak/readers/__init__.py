@@ -14,7 +14,6 @@ from ..trace.errors import TaxbreakError
 from ..trace.tables import TraceTables
 from .cache import cache_key, cached_load, wait_for_writes
 from .detect import KINETO, NSYS_REP, NSYS_SQLITE, TraceFormat, detect_format, resolve_trace_path
-from .kineto import read_kineto
 
 __all__ = ["TraceFormat", "detect_format", "load_trace", "parse_trace", "read_kineto", "resolve_trace_path",
            "wait_for_cache_entry"]
@@ -44,6 +43,8 @@ def parse_trace(path: str | Path, *, allow_truncated: bool = False) -> TraceTabl
     path = Path(path)
     fmt = detect_format(path)
     if fmt.kind == KINETO:
+        from .kineto import read_kineto  # on use: a cached trace needs no reader
+
         return read_kineto(path, allow_truncated=allow_truncated)
     from . import nsys  # imported lazily: the Kineto path does not need sqlite
 
@@ -51,6 +52,15 @@ def parse_trace(path: str | Path, *, allow_truncated: bool = False) -> TraceTabl
         return nsys.read_nsys(path)
     assert fmt.kind == NSYS_REP
     return nsys.read_nsys_rep(path)
+
+
+def __getattr__(name: str):
+    # the Kineto reader loads on first use: a run served by the caches never parses
+    if name == "read_kineto":
+        from .kineto import read_kineto
+
+        return read_kineto
+    raise AttributeError(f"module 'taxbreak.readers' has no attribute {name!r}")
 
 
 def wait_for_cache_entry(path: str | Path) -> None:

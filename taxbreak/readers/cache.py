@@ -1,7 +1,7 @@
-"""Parse cache: the `TraceTables` of a trace, kept as Parquet between runs.
+"""Parse cache: the `TraceTables` of a trace, kept as Arrow IPC files (LZ4) between runs.
 
-Parsing a 1 M-event Kineto trace costs seconds; reading its tables back from
-Parquet costs a fraction of that (docs/performance.md, "Scale"). An entry is
+Parsing a 1 M-event Kineto trace costs seconds; reading its tables back costs
+0.06 s of CPU (docs/performance.md, "Cache writes"). An entry is
 keyed by everything that can change the parse result:
 
     sha256(absolute path, size, mtime_ns, ctime_ns, content fingerprint, taxbreak.__version__,
@@ -15,7 +15,7 @@ parse options that change the tables (``allow_truncated``).
 
 Layout, under ``taxbreak.trace.paths.cache_dir() / "parse"``::
 
-    <key>/host_events.parquet ... trace_meta.json   (TraceTables.to_parquet)
+    <key>/host_events.arrow ... trace_meta.json     (trace.tables.write_arrow)
     <key>/.taxbreak-cache                             written first: marks the folder as taxbreak's
     <key>/entry.json                                 written last: marks the entry complete (lists the files)
 
@@ -33,6 +33,7 @@ anything else under the cache directory are left alone.
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -46,23 +47,24 @@ import uuid
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from .. import __version__
 from ..trace.paths import cache_dir
 from ..trace.schema import TABLE_NAMES
-from ..trace.tables import TraceTables, write_parquet
+from ..trace.tables import TraceTables, write_arrow
 
 log = logging.getLogger(__name__)
 _PACKAGE = Path(__file__).resolve().parents[1]
 
 _PENDING: dict[str, threading.Thread] = {}  # background writes of this process, by key
 _PENDING_LOCK = threading.Lock()
+_HELD: list[threading.Thread] | None = None  # writes held until the output is out (deferred_writes)
 
 # Bump when a reader changes what it writes into the tables for the same input.
-READER_FORMAT_VERSION = 5  # 2: profiler span as event.profiler_span; 3: text columns dictionary-encoded;
+READER_FORMAT_VERSION = 6  # 2: profiler span as event.profiler_span; 3: text columns dictionary-encoded;
 # 4: hostile-input bounds (ts/dur and ids out of range dropped and counted, bound errors)
-# 5: cat "taxbreak" (annotate's own tracks) skipped silently
+# 5: cat "taxbreak" (annotate's own tracks) skipped silently; 6: entries are Arrow IPC files, not Parquet
 DEFAULT_MAX_BYTES = 5 * 1024**3
 ENTRY_FILE = "entry.json"
 _TMP_PREFIX = ".tmp-"
@@ -194,7 +196,7 @@ def cached_load(
         variant: parse options that change the result, folded into the key.
 
     Returns:
-        The tables, identical to what ``parse`` returns (Parquet round trip).
+        The tables, identical to what ``parse`` returns (Arrow IPC round trip).
     """
     src = Path(path)
     if not cache_enabled(use_cache) or not src.is_file():
@@ -219,7 +221,7 @@ def _read_entry(entry: Path) -> TraceTables | None:
     """The tables of a complete entry, or None (and the entry removed) when unreadable."""
     start = time.perf_counter()
     try:
-        tables = TraceTables.from_parquet(entry)
+        tables = TraceTables.from_arrow(entry)
     except Exception as err:  # noqa: BLE001 - any unreadable entry is rebuilt, never fatal
         log.debug("parse cache entry %s unreadable (%s: %s); rebuilding", entry, type(err).__name__, err)
         remove_entry(entry)
@@ -230,7 +232,7 @@ def _read_entry(entry: Path) -> TraceTables | None:
 
 
 def _store(tables: TraceTables, entry: Path) -> None:
-    """Write the entry in a background thread: Parquet encoding releases the GIL, so
+    """Write the entry in a background thread: LZ4 and file writes release the GIL, so
     on a cold ``analyze`` the write overlaps the decomposition instead of adding to it.
 
     The thread writes a snapshot (the Arrow tables are immutable; metadata and
@@ -241,18 +243,56 @@ def _store(tables: TraceTables, entry: Path) -> None:
     """
     snapshot = {name: tables.table(name) for name in TABLE_NAMES}
     meta_json = tables.meta_json()
-    store_in_background(entry, partial(write_parquet, snapshot, meta_json), {"path": tables.meta.path})
+    store_in_background(entry, partial(write_arrow, snapshot, meta_json), {"path": tables.meta.path})
 
 
-def store_in_background(entry: Path, write: Callable[[Path], object], record: dict) -> None:
+def store_in_background(entry: Path, write: Callable[[Path], object], record: dict, *, hold: bool = False) -> None:
     """:func:`store_entry` in a non-daemon thread that :func:`wait_for_writes` can join.
 
     ``write`` must only read data that nothing changes afterwards (a snapshot).
+    ``hold``: inside :func:`deferred_writes`, start the thread only when that block
+    ends (a snapshot that stays in memory anyway, as the analysis cache's frames).
     """
     writer = threading.Thread(target=store_entry, args=(entry, write, record), name=f"taxbreak-cache-{entry.name[:8]}")
     with _PENDING_LOCK:
         _PENDING[entry.name] = writer
+        if hold and _HELD is not None:
+            _HELD.append(writer)
+            return
     writer.start()
+
+
+def writes_held() -> bool:
+    """Whether a :func:`deferred_writes` block is open (a held write may read its data late)."""
+    return _HELD is not None
+
+
+@contextlib.contextmanager
+def deferred_writes() -> Iterator[None]:
+    """Hold the cache writes asked for with ``hold=True`` until the block ends.
+
+    The CLI wraps its analysis and its output in this block: the analysis cache's
+    write then runs after the report is out instead of taking CPU from the
+    decomposition on a 2-core machine (docs/performance.md, "Cache writes").
+    A :func:`wait_for_writes` inside the block starts a held write first.
+    """
+    global _HELD
+    with _PENDING_LOCK:
+        outer, _HELD = _HELD, []
+    try:
+        yield
+    finally:
+        with _PENDING_LOCK:
+            held, _HELD = _HELD, outer
+        for writer in held:
+            _start_once(writer)
+
+
+def _start_once(writer: threading.Thread) -> None:
+    try:
+        writer.start()
+    except RuntimeError:  # already started by wait_for_writes
+        pass
 
 
 def wait_for_writes(key: str | None = None) -> None:
@@ -260,9 +300,11 @@ def wait_for_writes(key: str | None = None) -> None:
     with _PENDING_LOCK:
         writers = [w for k, w in _PENDING.items() if key is None or k == key]
     for writer in writers:
+        if writer.ident is None:  # held by deferred_writes: started now, as the caller needs the entry
+            _start_once(writer)
         writer.join()
     with _PENDING_LOCK:
-        for k in [k for k, w in _PENDING.items() if not w.is_alive()]:
+        for k in [k for k, w in _PENDING.items() if w.ident is not None and not w.is_alive()]:
             del _PENDING[k]
 
 

@@ -6,11 +6,11 @@ reaches a rich table or a markup-enabled ``print`` goes through :func:`markup_te
 """
 from __future__ import annotations
 
-from rich.markup import escape
-
 from ..trace.text import safe_text
 
 
 def markup_text(value: object) -> str:
     """``value`` with control characters escaped, then rich markup escaped."""
+    from rich.markup import escape  # on use: the CLI's start-up and --help need no rich
+
     return escape(safe_text(value))

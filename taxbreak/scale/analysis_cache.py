@@ -28,11 +28,11 @@ import pyarrow as pa
 import pyarrow.feather as feather
 
 from .. import __version__
-from ..decompose import Analysis, analyze
+from ..decompose.result import Analysis
 from ..readers import load_trace
 from ..readers import resolve_trace_path
 from ..readers.cache import (bound_settings, cache_enabled, code_fingerprint, file_identity, is_entry, remove_entry,
-                             store_in_background, touch_entry, wait_for_writes)
+                             store_in_background, touch_entry, wait_for_writes, writes_held)
 from ..trace.errors import TaxbreakError
 from ..trace.fileio import check_input
 from ..trace.paths import cache_dir
@@ -43,6 +43,14 @@ log = logging.getLogger(__name__)
 # Bump when Analysis gains or changes a frame or summary key for the same input.
 ANALYSIS_FORMAT_VERSION = 7  # 7: phases frame with the "all" row, nested values as long-form frames (not JSON text); 2: trace_meta.json in the entry (tables read on demand); 3: Arrow IPC frames; 4: idle frame, queue wait split; 5: idle causes launch_floor, launch_latency, graph_internal, copy_issued; 6: busy split per kind, captured launches, warmup, op_accounts frame, root-chained T_dispatch, library evidence
 FRAMES = ("kernels", "steps", "phases", "ops", "host_partition", "idle", "op_accounts")
+
+
+def analyze(path, **options) -> Analysis:
+    """``taxbreak.decompose.analyze``, imported on a miss only: a hit needs neither the
+    decomposer nor pandas (docs/performance.md, "Start-up")."""
+    from ..decompose.analysis import analyze as decompose
+
+    return decompose(path, **options)
 
 
 def analysis_cache_dir() -> Path:
@@ -113,7 +121,10 @@ def cached_analyze(path, floor_us: float | None = None, step_pattern: str | None
             return found
         corrupt = True
     result = analyze(path, floor_us=floor_us, step_pattern=step_pattern, tokens=tokens)
-    store_in_background(entry, _snapshot_writer(result), {"path": str(path)})
+    # held until the CLI's output is out: nothing changes the frames meanwhile, so they are
+    # converted one at a time as written instead of copied into Arrow all at once now
+    writer = _frame_writer(result) if writes_held() else _snapshot_writer(result)
+    store_in_background(entry, writer, {"path": str(path)}, hold=True)
     if corrupt:
         result.tables.diagnostics.add("cache.corrupt_entry", 1, f"{entry} unreadable; analyzed {path} again")
     return result
@@ -129,23 +140,35 @@ def _snapshot_writer(result: Analysis):
     0.99 s (files ~1.5x larger) and reads back faster.
     """
     tables = {name: pa.Table.from_pandas(getattr(result, name), preserve_index=False) for name in FRAMES}
-    summary_json = result.to_json_bytes()
-    meta_json = result.tables.meta_json()
+    return functools.partial(_write_entry, tables, result.to_json_bytes(), result.tables.meta_json())
 
+
+def _frame_writer(result: Analysis):
+    """A writer of the entry's files that reads ``result`` when it runs, one frame at a time:
+    for a write held until the output is out (``deferred_writes``), when nothing changes
+    ``result`` any more; the Arrow copy of one frame is alive at a time, not of all seven."""
     def write(folder: Path) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
-        for name, table in tables.items():
-            feather.write_feather(table, folder / f"{name}.arrow", compression="lz4")
-        (folder / "summary.json").write_bytes(summary_json)
-        (folder / META_FILE).write_text(meta_json)  # a hit then needs no table for a report
+        frames = {name: getattr(result, name) for name in FRAMES}
+        _write_entry(frames, result.to_json_bytes(), result.tables.meta_json(), folder)
 
     return write
+
+
+def _write_entry(frames: dict, summary_json: bytes, meta_json: str, folder: Path) -> None:
+    """The frames (Arrow tables or pandas frames) as LZ4 Arrow IPC, the summary and the trace metadata."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, frame in frames.items():
+        # one thread: no executor, which the interpreter refuses once it is shutting down
+        table = frame if isinstance(frame, pa.Table) else pa.Table.from_pandas(frame, preserve_index=False, nthreads=1)
+        feather.write_feather(table, folder / f"{name}.arrow", compression="lz4")
+    (folder / "summary.json").write_bytes(summary_json)
+    (folder / META_FILE).write_text(meta_json)  # a hit then needs no table for a report
 
 
 def _read(entry: Path, path, options: dict) -> Analysis | None:
     """The entry as a :class:`CachedAnalysis`, or None (and the entry removed) when unreadable."""
     try:
-        ops = _read_frame(entry, "ops")
+        ops = feather.read_table(entry / "ops.arrow")  # Arrow only: a pandas frame when read
         summary = msgspec.json.decode((entry / "summary.json").read_bytes())
         meta, diagnostics = read_meta(entry)
     except Exception as err:  # noqa: BLE001 - any unreadable entry is recomputed, never fatal
@@ -158,30 +181,35 @@ def _read(entry: Path, path, options: dict) -> Analysis | None:
     return CachedAnalysis(entry, ops, summary, tables, functools.partial(_analyze_again, path, entry.name, options))
 
 
-def _read_frame(entry: Path, name: str):
-    return feather.read_table(entry / f"{name}.arrow").to_pandas()
+def _read_frame(entry: Path, name: str, table: pa.Table | None = None):
+    """The frame ``name`` of an entry as pandas (``table``: its Arrow table, already read)."""
+    if table is None:
+        table = feather.read_table(entry / f"{name}.arrow")
+    return table.to_pandas()
 
 
 class CachedAnalysis(Analysis):
     """An :class:`Analysis` served by the cache.
 
-    ``summary`` and ``ops`` are read at once; ``kernels``, ``steps``, ``phases``
-    and ``host_partition`` on first access (the terminal report reads none of
-    them: at 1 M events they are ~0.15 s of a ~0.7 s cached ``analyze``, at 10 M
-    ~0.6 s). A frame whose entry has been removed since the hit (cache pruned or
-    cleared) is computed again from the trace, if the trace is unchanged.
+    ``summary`` is read at once, with ``ops`` as an Arrow table (the terminal
+    report shows it); every frame becomes a pandas DataFrame on first access,
+    so a JSON output imports neither pandas nor the decomposer (0.3 s of a
+    100 k-event cached ``analyze``). At 1 M events the other frames are ~0.15 s
+    of a ~0.7 s cached ``analyze``, at 10 M ~0.6 s. A frame whose entry has been
+    removed since the hit (cache pruned or cleared) is computed again from the
+    trace, if the trace is unchanged.
     """
 
-    def __init__(self, entry: Path, ops, summary: dict, tables, analyze_again) -> None:
-        self.ops, self.summary, self.tables = ops, summary, tables
-        self._entry, self._analyze_again = entry, analyze_again
+    def __init__(self, entry: Path, ops: pa.Table, summary: dict, tables, analyze_again) -> None:
+        self.summary, self.tables = summary, tables
+        self._entry, self._analyze_again, self._read_ops = entry, analyze_again, ops
 
     def __getattr__(self, name: str):
-        # called only when normal lookup fails: a deferred frame not read yet
-        if name not in DEFERRED_FRAMES or "_entry" not in self.__dict__:
+        # called only when normal lookup fails: a frame not made yet
+        if name not in FRAMES or "_entry" not in self.__dict__:
             raise AttributeError(name)
         try:
-            frame = _read_frame(self._entry, name)
+            frame = _read_frame(self._entry, name, self.__dict__.pop("_read_ops", None) if name == "ops" else None)
         except Exception as err:  # noqa: BLE001 - a vanished entry: the frame is computed again
             log.debug("analysis cache entry %s gone (%s); analyzing again for %s", self._entry, err, name)
             frame = getattr(self._recomputed(), name)
@@ -195,9 +223,6 @@ class CachedAnalysis(Analysis):
             self.tables.diagnostics.add("cache.corrupt_entry", 1, f"{self._entry} removed before its frames "
                                         "were read; analyzed again")
         return self._again
-
-
-DEFERRED_FRAMES = tuple(name for name in FRAMES if name != "ops")  # ops is read at the hit: the report shows it
 
 
 def _analyze_again(path, key: str, options: dict) -> Analysis:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Callable
 
 import pyarrow as pa
+import pyarrow.feather as feather
 import pyarrow.parquet as pq
 
 from .diagnostics import Diagnostics
@@ -94,6 +95,33 @@ class TraceTables:
         return cls(**tables, meta=meta, diagnostics=diags)
 
 
+    @classmethod
+    def from_arrow(cls, in_dir: str | Path) -> "TraceTables":
+        """Read tables written by :func:`write_arrow` (the parse cache's layout)."""
+        src = Path(in_dir)
+        tables = {name: conform(name, feather.read_table(src / f"{name}.arrow")) for name in TABLE_NAMES}
+        meta, diags = read_meta(src)
+        return cls(**tables, meta=meta, diagnostics=diags)
+
+
+def write_arrow(tables: dict[str, pa.Table], meta_json: str, out_dir: str | Path) -> list[Path]:
+    """One Arrow IPC file (LZ4) per table plus ``trace_meta.json``: the parse cache's layout.
+
+    Not Parquet: at 1 M events the five tables take 0.08 s of CPU to write and
+    0.06 s to read back as LZ4 IPC, against 0.25 s and 0.64 s as zstd Parquet
+    (files 19 MB against 8 MB; docs/performance.md, "Cache writes"). Each table is
+    taken out of ``tables`` as it is written, as in :func:`write_parquet`.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name in TABLE_NAMES:
+        written.append(out / f"{name}.arrow")
+        feather.write_feather(tables.pop(name), written[-1], compression="lz4")
+    (out / META_FILE).write_text(meta_json)
+    return written + [out / META_FILE]
+
+
 def write_parquet(tables: dict[str, pa.Table], meta_json: str, out_dir: str | Path) -> list[Path]:
     """One Parquet file per table plus ``trace_meta.json`` (the layout :meth:`TraceTables.from_parquet` reads).
 
@@ -128,7 +156,7 @@ def _write_table(table: pa.Table, path: Path) -> Path:
 
 
 def read_meta(in_dir: Path) -> tuple[TraceMeta, Diagnostics]:
-    """The metadata and diagnostics saved by :func:`write_parquet`."""
+    """The metadata and diagnostics saved by :func:`write_parquet` or :func:`write_arrow`."""
     saved = json.loads((Path(in_dir) / META_FILE).read_text())
     return TraceMeta(**saved["meta"]), Diagnostics.from_dict(saved.get("diagnostics", {}))
 

@@ -11,6 +11,8 @@ own escaping); only what reaches a console goes through here.
 """
 from __future__ import annotations
 
+import re
+
 # C0 controls (newline and tab included: a name is one line), DEL, C1 controls.
 _CONTROLS = [*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0)]
 # Bidirectional formatting (embeddings, overrides, isolates, marks) and the
@@ -49,10 +51,16 @@ def json_for_terminal(text: str) -> str:
     return text.translate(_JSON_ESCAPES)
 
 
+# The UTF-8 encodings of the characters of _JSON_ESCAPES: C0 (but tab, newline, carriage return),
+# DEL, C1 (U+0080-009F), U+061C, U+200E-200F, U+2028-202E, U+2066-2069.
+_JSON_ESCAPE_BYTES = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\xc2[\x80-\x9f]|\xd8\x9c"
+                                rb"|\xe2\x80[\x8e\x8f\xa8-\xae]|\xe2\x81[\xa6-\xa9]")
+
+
 def json_bytes_for_terminal(data: bytes) -> bytes:
-    """:func:`json_for_terminal` of UTF-8 JSON bytes, as UTF-8 bytes. ASCII JSON
-    (the usual summary: every name ASCII) can hold only DEL of those characters,
-    so it is returned as it is, with no text copy of a ~100 MB summary."""
-    if data.isascii() and b"\x7f" not in data:
+    """:func:`json_for_terminal` of UTF-8 JSON bytes, as UTF-8 bytes. JSON without
+    any of those characters (the usual summary, "µs" and "Δ" included) is returned
+    as it is: one byte scan instead of a text copy of a ~100 MB summary."""
+    if _JSON_ESCAPE_BYTES.search(data) is None:
         return data
     return json_for_terminal(data.decode()).encode()

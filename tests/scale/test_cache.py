@@ -111,19 +111,19 @@ def test_missing_path_goes_to_the_parser(tmp_path):
     assert seen == [tmp_path / "absent.json"]
 
 
-@pytest.mark.parametrize("damage", ["truncate_parquet", "bad_meta_json", "delete_table"])
+@pytest.mark.parametrize("damage", ["truncate_table", "bad_meta_json", "delete_table"])
 def test_corrupt_entry_is_rebuilt_with_a_diagnostic(trace, damage):
     parse = CountingParse()
     cache.cached_load(trace, parse)
     cache.wait_for_writes()
     entry = cache.parse_cache_dir() / cache.cache_key(trace)
-    if damage == "truncate_parquet":
-        target = entry / "device_activities.parquet"
+    if damage == "truncate_table":
+        target = entry / "device_activities.arrow"
         target.write_bytes(target.read_bytes()[:20])
     elif damage == "bad_meta_json":
         (entry / "trace_meta.json").write_text("{not json")
     else:
-        (entry / "host_events.parquet").unlink()
+        (entry / "host_events.arrow").unlink()
     rebuilt = cache.cached_load(trace, parse)
     assert parse.calls == 2
     assert rebuilt.diagnostics.count("cache.corrupt_entry") == 1
