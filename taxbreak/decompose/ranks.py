@@ -230,7 +230,7 @@ ORCHESTRATE_COLS = ("ft_ns", "ct_ns", "kt_floor_ns", "kt_graph_ns")
 def _hdbi_by_step(rank: Rank) -> pd.Series:
     """HDBI of the rank's launched kernels per step; n/a (NA) where a component is unmeasured."""
     k = rank.analysis.kernels
-    k = k[(k["device"] == rank.device) & k["launch_start_ns"].notna()]
+    k = k[(k["device"] == rank.device) & (k["kind"] == "kernel") & k["launch_start_ns"].notna()]
     orch = k[list(ORCHESTRATE_COLS)].astype("Float64").sum(axis=1, skipna=False)
     frame = pd.DataFrame({"step": k["step"].to_numpy(), "active": k["dur_ns"].to_numpy(np.float64),
                           "orch": orch.to_numpy(dtype=np.float64, na_value=np.nan)})

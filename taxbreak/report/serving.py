@@ -1,0 +1,74 @@
+"""Terminal sections of the serving figures (docs/serving.md): cross-rank skew, overlap per
+step and the cost of CUDA-graph launches. Pure functions: summaries + console in, nothing out."""
+from __future__ import annotations
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from .console_text import markup_text as _name
+from .words import NOT_MEASURED
+
+NA = NOT_MEASURED
+
+
+def _fmt(value, pattern: str = "{:,.1f}") -> str:
+    return NA if value is None else pattern.format(value)
+
+
+def render_ranks(ranks: dict, console: Console, top: int = 10) -> None:
+    """Cross-rank skew (the ``ranks`` JSON object): lateness, late ranks, its causes, per step."""
+    console.print("[bold]Cross-rank skew[/bold]")
+    if ranks.get("reason"):
+        console.print(f"skew: {NA} ({_name(ranks['reason'])})")
+        return
+    console.print(f"ranks {', '.join(_name(r) for r in ranks['ranks'])}: {ranks['collectives']:,} collectives "
+                  f"matched; aligned on {_name(ranks['alignment'])}")
+    late = ranks["lateness_us"]
+    console.print(f"late rank ahead of the earliest by median {_fmt(late['median'])} µs, p90 {_fmt(late['p90'])} µs, "
+                  f"max {_fmt(late['max'])} µs, Σ {_fmt(late['sum'])} µs; late most often: "
+                  + ", ".join(f"{_name(k)} ({v})" for k, v in ranks["late_rank_counts"].items()))
+    _render_causes(ranks, console)
+    _render_rank_steps(ranks["steps"], ranks["ranks"], console, top)
+    unmatched = {k: v for k, v in ranks["unmatched_collectives"].items() if v}
+    if unmatched:
+        console.print("collectives not matched on every rank (left out): "
+                      + ", ".join(f"{_name(k)} {v}" for k, v in unmatched.items()))
+
+
+def _render_causes(ranks: dict, console: Console) -> None:
+    table = Table(title=f"Why the late rank was late (late − earliest rank, Σ over "
+                        f"{ranks['explained_collectives']} collectives)", title_justify="left")
+    table.add_column("layer")
+    table.add_column("µs", justify="right")
+    table.add_column("top cause of", justify="right")
+    causes = sorted(ranks["cause_us"].items(), key=lambda kv: -(kv[1] or 0))
+    for layer, us in causes:
+        if us:
+            table.add_row(_name(layer), _fmt(us), str(ranks["top_cause_counts"].get(layer, 0)))
+    table.add_row("residual (ends not simultaneous)", _fmt(ranks["cause_residual_us"]), "")
+    console.print(table)
+
+
+def _render_rank_steps(steps: list[dict], labels: list[str], console: Console, top: int) -> None:
+    table = Table(title="Per step and rank, µs on each rank's own clock:\nwall = skew + transfer + compute + idle; "
+                        "exposed = idle the host caused",
+                  title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    console.print("ranks: " + ", ".join(f"#{i} {_name(r)}" for i, r in enumerate(labels)))
+    hdbi = any(s["hdbi"] is not None for s in steps)
+    for col in ("step", "rank", "wall", "skew", "transfer", "compute", "idle", "exposed", *(("HDBI",) if hdbi else ())):
+        table.add_column(col, justify="left" if col in ("step", "rank") else "right", no_wrap=True)
+    shown = steps[: top * 4]
+    for s in shown:
+        table.add_row(str(s["step"]), f"#{labels.index(s['rank'])}", *[_fmt(s[k], "{:,.0f}") for k in STEP_KEYS],
+                      *((_fmt(s["hdbi"], "{:.3f}"),) if hdbi else ()))
+    console.print(table)
+    if not hdbi:
+        console.print(f"HDBI per step and rank: {NA} ({_name(steps[0]['hdbi_reason'])})")
+    worst = max((abs(s["residual_us"]) / s["wall_us"] for s in steps if s["wall_us"]), default=None)
+    console.print(f"largest residual (collectives overlapping each other or compute, unmatched ones): "
+                  f"{_fmt(None if worst is None else 100 * worst, '{:.2f}')}% of a step's wall"
+                  + (f"; {len(steps) - len(shown)} more rows in --json" if len(steps) > len(shown) else ""))
+
+
+STEP_KEYS = ("wall_us", "skew_us", "transfer_us", "compute_us", "idle_us", "exposed_host_us")
