@@ -57,13 +57,27 @@ class RankSkew:
 
 def ranks_of(analyses, labels=None) -> list[Rank]:
     """One rank per device with device work in each analysis (a several-process Nsight export
-    gives several), labelled ``label`` or ``label:device`` where an analysis holds several."""
+    gives several), labelled ``rank<N>`` where the trace records its rank (Kineto
+    ``distributedInfo``), else ``label`` (``label:device`` where an analysis holds several);
+    ordered by recorded rank where every trace records one, else as given."""
     labels = list(labels) if labels is not None else [f"trace{i}" for i in range(len(analyses))]
+    recorded = [_recorded_rank(a) for a in analyses]
+    order = range(len(analyses))
+    if all(r is not None for r in recorded) and len(set(recorded)) == len(recorded):
+        labels = [f"rank{r}" for r in recorded]
+        order = sorted(order, key=recorded.__getitem__)
     out = []
-    for label, analysis in zip(labels, analyses):
+    for i in order:
+        label, analysis = labels[i], analyses[i]
         devices = sorted(int(d) for d in pd.unique(analysis.kernels["device"]))
         out.extend(Rank(label if len(devices) == 1 else f"{label}:{d}", analysis, d) for d in devices)
     return out
+
+
+def _recorded_rank(analysis) -> int | None:
+    meta = getattr(getattr(analysis, "tables", None), "meta", None)
+    rank = getattr(meta, "rank", None)
+    return rank if isinstance(rank, int) else None
 
 
 def collective_family(names: pd.Series) -> pd.Series:
