@@ -28,6 +28,7 @@ from .health import copy_facts, trace_health
 from .link import link
 from .nested import devices_frame, idle_by_cause_frame
 from .op_chain import op_chain
+from .overlap import BlockingCalls, overlap_summary, step_overlap
 from .partition import device_busy, host_partition, stall_meta
 from .py_stalls import take_stalls_out_of_t_py
 from .reprs import analysis_repr, analysis_repr_html
@@ -197,6 +198,7 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
     # nothing reads the views or the links from here on: ~0.5 GB at 10 M events, let go
     # before the two tables' temporaries (the peak of a cold analyze)
     graph_launch_calls = int(views.api.kind_is("graph_launch").sum())
+    overlap = overlap_summary(step_overlap(kernels, steps.table, BlockingCalls.of(views.api)), steps.scheme)
     del views, links, marker, busy, path
     release_freed_heap()  # their arrays below the mmap threshold stay resident until trimmed
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="taxbreak-scopes") as pool:
@@ -209,7 +211,7 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
     meta["dependency_waits"] = kernels.attrs.get("dependency_waits", [])
     meta.update(stall_meta(stalls, idle))
     summary = {"all": all_dict, "phases": phase_dicts, "steps": step_dicts, "meta": meta,
-               "warmup": add_shares(warmup, all_dict),
+               "warmup": add_shares(warmup, all_dict), "overlap": overlap,
                "diagnostics": diags.as_dict()}
     meta.update(copy_facts(kernels))
     meta["graph_launch_calls"] = graph_launch_calls

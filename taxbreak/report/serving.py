@@ -72,3 +72,37 @@ def _render_rank_steps(steps: list[dict], labels: list[str], console: Console, t
 
 
 STEP_KEYS = ("wall_us", "skew_us", "transfer_us", "compute_us", "idle_us", "exposed_host_us")
+
+
+def render_overlap(summary: dict, console: Console, top: int = 5) -> None:
+    """Overlap per step (the ``overlap`` JSON object): hidden and exposed host preparation, the
+    blocking call before each step's first launch, the what-if idle; the steps most exposed."""
+    o = summary.get("overlap")
+    if not o:
+        return
+    if o.get("reason"):
+        console.print(f"Overlap per step: {NA} ({_name(o['reason'])})")
+        return
+    console.print(f"[bold]Overlap per step[/bold]: {o['steps_measured']} steps, {o['masked_steps']} masked, "
+                  f"{o['exposed_steps']} exposed; host preparation {_fmt(o['prep_us'])} µs = hidden "
+                  f"{_fmt(o['hidden_us'])} + exposed {_fmt(o['exposed_us'])}")
+    calls = ", ".join(f"{_name(k)} ({v})" for k, v in o["blocking_calls"].items()) or "none"
+    console.print(f"blocking call last before a step's first launch: {calls}; blocked {_fmt(o['blocked_us'])} µs")
+    console.print(f"what-if the preparation overlapped the device work pending at each step's start, blocking "
+                  f"calls removed: idle ≈ Σ max(0, host work − pending) = {_fmt(o['what_if_idle_us'])} µs "
+                  f"(exposed now {_fmt(o['exposed_us'])} µs)")
+    worst = sorted(o["steps"], key=lambda s: -s["exposed_us"])[:top]
+    if worst and worst[0]["exposed_us"] > 0:
+        _render_overlap_steps(worst, console)
+
+
+def _render_overlap_steps(steps: list[dict], console: Console) -> None:
+    table = Table(title="Steps with the most exposed preparation (µs)", title_justify="left",
+                  box=box.SIMPLE_HEAD, pad_edge=False)
+    for col in ("step", "prep", "hidden", "exposed", "what-if idle", "blocking call"):
+        table.add_column(col, justify="left" if col in ("step", "blocking call") else "right", no_wrap=col != "blocking call")
+    for s in steps:
+        call = "none" if s["blocking_call"] is None else f"{_name(s['blocking_call'])} {_fmt(s['blocking_call_us'])}"
+        table.add_row(str(s["step"]), *[_fmt(s[k]) for k in ("prep_us", "hidden_us", "exposed_us", "what_if_idle_us")],
+                      call)
+    console.print(table)
