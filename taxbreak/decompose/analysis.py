@@ -28,6 +28,7 @@ from .health import copy_facts, trace_health
 from .link import link
 from .nested import devices_frame, idle_by_cause_frame
 from .op_chain import op_chain
+from .graph_cost import graph_cost_summary
 from .overlap import BlockingCalls, overlap_summary, step_overlap
 from .partition import device_busy, host_partition, stall_meta
 from .py_stalls import take_stalls_out_of_t_py
@@ -212,6 +213,7 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
     meta.update(stall_meta(stalls, idle))
     summary = {"all": all_dict, "phases": phase_dicts, "steps": step_dicts, "meta": meta,
                "warmup": add_shares(warmup, all_dict), "overlap": overlap,
+               "graph_launch_cost": graph_cost_summary(kernels),
                "diagnostics": diags.as_dict()}
     meta.update(copy_facts(kernels))
     meta["graph_launch_calls"] = graph_launch_calls

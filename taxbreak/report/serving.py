@@ -106,3 +106,29 @@ def _render_overlap_steps(steps: list[dict], console: Console) -> None:
         table.add_row(str(s["step"]), *[_fmt(s[k]) for k in ("prep_us", "hidden_us", "exposed_us", "what_if_idle_us")],
                       call)
     console.print(table)
+
+
+def render_graph_cost(summary: dict, console: Console) -> None:
+    """CUDA-graph launch cost per node (the ``graph_launch_cost`` JSON object), per GPU; nothing
+    for a trace without graph launches."""
+    cost = summary.get("graph_launch_cost")
+    if not cost or cost.get("reason"):
+        return
+    table = Table(title="CUDA-graph launch cost: host µs of a launch against the nodes it replayed\n"
+                        "(median nodes and µs per launch; fit µs = a + b·nodes)",
+                  title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for col in ("GPU", "launches", "sizes", "nodes", "µs", "µs/node", "a", "b", "r²"):
+        table.add_column(col, justify="left" if col == "GPU" else "right", no_wrap=True)
+    for device, d in cost["devices"].items():
+        table.add_row(device, str(d["launches"]), str(d["sizes"]), _fmt(d["nodes_median"], "{:,.0f}"),
+                      _fmt(d["host_us_median"]), _fmt(d["host_us_per_node"], "{:.3f}"), _fmt(d["a_us"], "{:.2f}"),
+                      _fmt(d["b_us_per_node"], "{:.3f}"), _fmt(d["r2"], "{:.2f}"))
+    console.print(table)
+    for device, d in cost["devices"].items():
+        if d["fit_reason"]:
+            console.print(f"GPU {device}: fit {NA} ({_name(d['fit_reason'])})")
+        elif d["split"]:
+            best = min(d["split"], key=lambda s: s["step_us"])
+            console.print(f"GPU {device}: the median graph ({d['nodes_median']:,.0f} nodes, {_fmt(d['device_us_median'])} "
+                          f"µs of device work) in {best['pieces']} pieces whose launches overlap earlier pieces' work: "
+                          f"{_fmt(best['step_us'])} µs instead of {_fmt(d['split'][0]['step_us'])} µs")
