@@ -16,9 +16,11 @@ from .status import quiet_option, working
 @click.option("--step-pattern", default=None, help="Regex naming step ranges; named group 'phase' optional.")
 @click.option("--json", "as_json", is_flag=True, help="Print the ranks JSON object on stdout.")
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Steps to show.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=str), default=None,
+              help="Also write the skew as a self-contained HTML page to this file.")
 @quiet_option
 @handle_errors
-def ranks(traces: tuple[str, ...], floor_us, step_pattern, as_json: bool, top: int, quiet: bool) -> None:
+def ranks(traces: tuple[str, ...], floor_us, step_pattern, as_json: bool, top: int, html_path, quiet: bool) -> None:
     """Align the ranks of one run on their collectives: which rank was late, by how much and why.
 
     TRACES: one trace per rank, a folder of them, or one export holding several GPUs."""
@@ -31,6 +33,8 @@ def ranks(traces: tuple[str, ...], floor_us, step_pattern, as_json: bool, top: i
         with working("analyzing", str(path), quiet):
             analyses.append(cached_analyze(str(path), floor_us=floor_us, step_pattern=step_pattern))
     result = rank_skew(analyses, _labels(paths))
+    if html_path:
+        _write_html(html_path, result.summary, " ".join(traces))
     if as_json:
         from ..trace.text import json_bytes_for_terminal
         import msgspec
@@ -42,6 +46,16 @@ def ranks(traces: tuple[str, ...], floor_us, step_pattern, as_json: bool, top: i
     from ..report.serving import render_ranks
 
     render_ranks(result.summary, Console(), top)
+
+
+def _write_html(path: str, summary: dict, title: str) -> None:
+    from ..report.serving_html import render_ranks_html
+    from .errors import unwritable
+
+    try:
+        Path(path).write_text(render_ranks_html(summary, title), encoding="utf-8")
+    except OSError as err:
+        raise unwritable(err) from err
 
 
 def _expand(traces: tuple[str, ...]) -> list[Path]:
