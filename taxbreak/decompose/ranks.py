@@ -97,21 +97,26 @@ def _rank_collectives(rank: Rank, index: int) -> pd.DataFrame:
                         "dur_ns": sel["dur_ns"].to_numpy(np.int64), "step": sel["step"].to_numpy(np.int64)})
     for col in COMPONENTS:
         out[col] = sel[col].to_numpy() if col in sel else pd.NA
-    out["ordinal"] = out.groupby("family").cumcount()
+    # a communicator issues its collectives on its own stream: streams are numbered per rank in
+    # the order of their first collective, so the k-th stream of every rank is one communicator
+    stream = sel["stream"].to_numpy(np.int64)
+    first_use = pd.Series(np.arange(len(stream))).groupby(stream).transform("min").to_numpy()
+    out["channel"] = pd.Series(first_use).rank(method="dense").to_numpy(np.int64) - 1
+    out["ordinal"] = out.groupby(["family", "channel"]).cumcount()
     return out
 
 
 def match_collectives(ranks: list[Rank]) -> tuple[pd.DataFrame, dict]:
-    """The collectives every rank ran, matched by (family, order within the family), numbered in
-    the first rank's order; and per rank the count left unmatched."""
+    """The collectives every rank ran, matched by (family, stream, order within both), numbered
+    in the first rank's order; and per rank the count left unmatched."""
     per_rank = [_rank_collectives(r, i) for i, r in enumerate(ranks)]
-    keys = per_rank[0][["family", "ordinal", "start_ns"]].rename(columns={"start_ns": "order"})
+    on = ["family", "channel", "ordinal"]
+    keys = per_rank[0][[*on, "start_ns"]].rename(columns={"start_ns": "order"})
     for other in per_rank[1:]:
-        keys = keys.merge(other[["family", "ordinal"]], on=["family", "ordinal"])
+        keys = keys.merge(other[on], on=on)
     keys = keys.sort_values("order", kind="stable").reset_index(drop=True)
     keys["collective"] = np.arange(len(keys), dtype=np.int64)
-    long = pd.concat(per_rank, ignore_index=True).merge(keys[["family", "ordinal", "collective"]],
-                                                        on=["family", "ordinal"])
+    long = pd.concat(per_rank, ignore_index=True).merge(keys[[*on, "collective"]], on=on)
     long = long.sort_values(["collective", "rank"], kind="stable").reset_index(drop=True)
     unmatched = {ranks[i].label: int(len(df) - len(keys)) for i, df in enumerate(per_rank)}
     return long, unmatched
