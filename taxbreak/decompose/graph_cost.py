@@ -19,12 +19,20 @@ GRAPH_LAUNCH = re.compile(r"GraphLaunch", re.I)  # cudaGraphLaunch, cuGraphLaunc
 SPLITS = (1, 2, 4, 8)
 
 
+def named(names: pd.Series, pattern: re.Pattern) -> np.ndarray:
+    """``pattern`` found in each name, decided once per distinct name of a categorical column."""
+    if isinstance(names.dtype, pd.CategoricalDtype):
+        hits = np.asarray(names.cat.categories.astype(str).str.contains(pattern), bool)
+        codes = names.cat.codes.to_numpy()
+        return np.where(codes >= 0, hits[np.maximum(codes, 0)], False) if len(hits) else np.zeros(len(codes), bool)
+    return names.astype(str).str.contains(pattern).to_numpy(bool)
+
+
 def graph_launches(kernels: pd.DataFrame) -> pd.DataFrame:
     """One row per graph launch call that ran device work: ``device``, ``launch_start_ns``,
     ``host_ns`` (the call's duration), ``nodes`` (activities it replayed), ``device_ns``
     (their summed duration) and ``span_ns`` (first start to last end)."""
-    names = kernels["launch_name"].astype(str)
-    k = kernels[kernels["launch_start_ns"].notna() & names.str.contains(GRAPH_LAUNCH).to_numpy()]
+    k = kernels[kernels["launch_start_ns"].notna().to_numpy() & named(kernels["launch_name"], GRAPH_LAUNCH)]
     if k.empty:
         return pd.DataFrame(columns=["device", "launch_start_ns", "host_ns", "nodes", "device_ns", "span_ns"])
     k = k.assign(end_ns=k["start_ns"] + k["dur_ns"])

@@ -40,54 +40,73 @@ class BlockingCalls:
 
 def _first_launches(kernels: pd.DataFrame) -> pd.DataFrame:
     """Per step: the first launch call's start and its thread."""
-    k = kernels[kernels["launch_start_ns"].notna() & (kernels["step"] >= 0)]
-    first = k.loc[k.groupby("step")["launch_start_ns"].idxmin(), ["step", "launch_start_ns", "launch_pid", "launch_tid"]]
-    first = first.rename(columns={"launch_start_ns": "first_launch_ns", "launch_pid": "pid", "launch_tid": "tid"})
-    return first.astype({"first_launch_ns": np.int64, "pid": np.int64, "tid": np.int64})
+    launch = kernels["launch_start_ns"]
+    keep = (launch.notna() & (kernels["step"] >= 0)).to_numpy()
+    step = kernels["step"].to_numpy(np.int64)[keep]
+    start = launch.to_numpy(np.int64, na_value=0)[keep]
+    pid = kernels["launch_pid"].to_numpy(np.int64, na_value=-1)[keep]
+    tid = kernels["launch_tid"].to_numpy(np.int64, na_value=-1)[keep]
+    order = np.lexsort((start, step))
+    first = order[np.flatnonzero(np.diff(step[order], prepend=np.int64(-2)) != 0)] if len(order) else order
+    return pd.DataFrame({"step": step[first], "first_launch_ns": start[first], "pid": pid[first], "tid": tid[first]})
 
 
-def pending_device(kernels: pd.DataFrame, at_ns: np.ndarray) -> np.ndarray:
+def pending_device(launch_ns: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray, at_ns: np.ndarray) -> np.ndarray:
     """Per time ``at`` (sorted): the device time still to run then of the work launched before it
     (the union of its parts after ``at``): what a step's preparation can hide behind."""
-    k = kernels[kernels["launch_start_ns"].notna()]
-    launch = k["launch_start_ns"].to_numpy(np.int64)
-    start = k["start_ns"].to_numpy(np.int64)
-    end = start + k["dur_ns"].to_numpy(np.int64)
     # a kernel counts for every step that begins after its launch and before its end (mostly 0 or 1)
-    lo = np.searchsorted(at_ns, launch, side="right")
-    count = np.maximum(np.searchsorted(at_ns, end, side="left") - lo, 0)
-    rows = np.repeat(np.arange(len(launch)), count)
+    lo = np.searchsorted(at_ns, launch_ns, side="right")
+    count = np.maximum(np.searchsorted(at_ns, end_ns, side="left") - lo, 0)
+    rows = np.repeat(np.arange(len(launch_ns)), count)
     first = np.repeat(np.cumsum(count) - count, count)
     step = lo[rows] + (np.arange(len(rows)) - first)
-    g, s, e = merged_by_group(step, np.maximum(start[rows], at_ns[step]), end[rows])
+    g, s, e = merged_by_group(step, np.maximum(start_ns[rows], at_ns[step]), end_ns[rows])
     return np.bincount(g, weights=e - s, minlength=len(at_ns)).astype(np.int64)
+
+
+def _lanes(pid: np.ndarray, tid: np.ndarray, q_pid: np.ndarray, q_tid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Dense thread ids of the calls and of the queries, one numbering."""
+    pairs = np.column_stack([np.concatenate([pid, q_pid]), np.concatenate([tid, q_tid])])
+    _, lane = np.unique(pairs, axis=0, return_inverse=True)
+    lane = lane.ravel().astype(np.int64)
+    return lane[: len(pid)], lane[len(pid):]
+
+
+def _last_ended(lane: np.ndarray, end_ns: np.ndarray, q_lane: np.ndarray, q_ns: np.ndarray):
+    """Per query: the position (in ``order``) of the call of its thread that ended last at or
+    before ``q_ns``, and whether there is one. Times are ranked so (thread, time) fits one int64."""
+    _, rank = np.unique(np.concatenate([end_ns, q_ns]), return_inverse=True)
+    width = np.int64(len(rank) + 1)
+    key = lane * width + rank[: len(end_ns)]
+    order = np.argsort(key, kind="stable")
+    idx = np.searchsorted(key[order], q_lane * width + rank[len(end_ns):], side="right") - 1
+    found = (idx >= 0) & (lane[order][np.maximum(idx, 0)] == q_lane)
+    return order, np.maximum(idx, 0), found
 
 
 def _blocking_in(frame: pd.DataFrame, calls: BlockingCalls) -> pd.DataFrame:
     """Per step: the blocking call on the first launch's thread that ended last before the launch
     (and after the step began), and the blocking time of that thread inside the preparation."""
-    c = pd.DataFrame({"pid": calls.pid, "tid": calls.tid, "call_start_ns": calls.start_ns,
-                      "end_ns": calls.end_ns, "blocking_call": calls.name}).sort_values("end_ns", kind="stable")
-    c["cum_ns"] = (c["end_ns"] - c["call_start_ns"]).groupby([c["pid"], c["tid"]]).cumsum()
-    left = frame[["step", "pid", "tid", "start_ns", "first_launch_ns"]]
-    at_launch = _asof(left, c, "first_launch_ns")
-    at_start = _asof(left, c[["pid", "tid", "end_ns", "cum_ns"]], "start_ns")
-    inside = at_launch["call_start_ns"].ge(at_launch["start_ns"]).fillna(False).to_numpy(bool)
-    out = pd.DataFrame({"step": at_launch["step"].to_numpy()})
-    out["blocking_call"] = np.where(inside, at_launch["blocking_call"].astype(object), None)
-    out["blocking_call_ns"] = pd.array(np.where(inside, at_launch["end_ns"] - at_launch["call_start_ns"], 0),
-                                       dtype="Int64")
-    out.loc[~inside, "blocking_call_ns"] = pd.NA
-    out["blocked_ns"] = (at_launch["cum_ns"].fillna(0) - at_start["cum_ns"].fillna(0)).to_numpy(np.int64)
+    a, b = frame["start_ns"].to_numpy(np.int64), frame["first_launch_ns"].to_numpy(np.int64)
+    out = pd.DataFrame({"step": frame["step"].to_numpy(), "blocked_ns": np.zeros(len(a), np.int64),
+                        "blocking_call": np.full(len(a), None, dtype=object),
+                        "blocking_call_ns": pd.array([pd.NA] * len(a), dtype="Int64")})
+    if len(calls.end_ns) == 0:
+        return out
+    lane, q_lane = _lanes(calls.pid, calls.tid, frame["pid"].to_numpy(np.int64), frame["tid"].to_numpy(np.int64))
+    order, at_b, found_b = _last_ended(lane, calls.end_ns, q_lane, b)
+    _, at_a, found_a = _last_ended(lane, calls.end_ns, q_lane, a)
+    # blocking time per thread up to each call, in the calls' (thread, end) order
+    dur = (calls.end_ns - calls.start_ns)[order]
+    running = np.cumsum(dur)
+    lane_sorted = lane[order]
+    within = running - (running - dur)[np.searchsorted(lane_sorted, lane_sorted, side="left")]
+    pick = order[at_b]
+    inside = found_b & (calls.start_ns[pick] >= a)
+    out["blocked_ns"] = np.where(found_b, within[at_b], 0) - np.where(found_a, within[at_a], 0)
+    out.loc[inside, "blocking_call"] = calls.name[pick][inside]
+    out.loc[inside, "blocking_call_ns"] = dur[at_b][inside]
     return out
-
-
-def _asof(left: pd.DataFrame, calls: pd.DataFrame, on: str) -> pd.DataFrame:
-    """``left`` with the last call (per thread) that ended at or before ``left[on]``, rows kept in order."""
-    ordered = left.sort_values(on, kind="stable")
-    merged = pd.merge_asof(ordered, calls, left_on=on, right_on="end_ns", by=["pid", "tid"], direction="backward")
-    merged.index = ordered.index
-    return merged.loc[left.index]
 
 
 def step_overlap(kernels: pd.DataFrame, steps: pd.DataFrame, calls: BlockingCalls) -> pd.DataFrame:
@@ -100,11 +119,14 @@ def step_overlap(kernels: pd.DataFrame, steps: pd.DataFrame, calls: BlockingCall
     frame = frame.reset_index(drop=True)
     a, b = frame["start_ns"].to_numpy(np.int64), frame["first_launch_ns"].to_numpy(np.int64)
     start = kernels["start_ns"].to_numpy(np.int64)
-    u_start, u_end = union_intervals(start, start + kernels["dur_ns"].to_numpy(np.int64))
+    end = start + kernels["dur_ns"].to_numpy(np.int64)
+    u_start, u_end = union_intervals(start, end)
     frame["prep_ns"] = b - a
     frame["hidden_ns"] = covered_before(u_start, u_end, b) - covered_before(u_start, u_end, a)
     frame["exposed_ns"] = frame["prep_ns"] - frame["hidden_ns"]
-    frame["pending_device_ns"] = pending_device(kernels, a)
+    launched = kernels["launch_start_ns"].notna().to_numpy()
+    frame["pending_device_ns"] = pending_device(kernels["launch_start_ns"].to_numpy(np.int64, na_value=0)[launched],
+                                                start[launched], end[launched], a)
     frame = frame.merge(_blocking_in(frame, calls), on="step", how="left")
     frame["host_work_ns"] = frame["prep_ns"] - np.minimum(frame["blocked_ns"], frame["prep_ns"])
     frame["what_if_idle_ns"] = np.maximum(0, frame["host_work_ns"] - frame["pending_device_ns"])
@@ -112,8 +134,8 @@ def step_overlap(kernels: pd.DataFrame, steps: pd.DataFrame, calls: BlockingCall
     return frame.drop(columns=["pid", "tid"])
 
 
-def _us(ns) -> float:
-    return round(float(ns) / 1000.0, 3)
+def _us_column(frame: pd.DataFrame, col: str) -> list:
+    return np.round(frame[col].to_numpy(np.float64, na_value=np.nan) / 1000.0, 3).tolist()
 
 
 def overlap_summary(frame: pd.DataFrame, step_scheme: str) -> dict:
@@ -127,18 +149,21 @@ def overlap_summary(frame: pd.DataFrame, step_scheme: str) -> dict:
         "reason": None, "steps_measured": int(len(frame)),
         "masked_steps": int((frame["overlap"] == "masked").sum()),
         "exposed_steps": int((frame["overlap"] == "exposed").sum()),
-        **{f"{col[:-3]}_us": _us(frame[col].sum()) for col in TOTALS},
+        **{f"{col[:-3]}_us": round(float(frame[col].sum()) / 1000.0, 3) for col in TOTALS},
         "blocking_calls": {str(k): int(v) for k, v in calls.items()},
-        "steps": [_step(row) for row in frame.itertuples(index=False)],
+        "steps": _step_dicts(frame),
     }
 
 
 TOTALS = ("prep_ns", "hidden_ns", "exposed_ns", "blocked_ns", "host_work_ns", "pending_device_ns", "what_if_idle_ns")
 
 
-def _step(row) -> dict:
-    out = {"step": int(row.step), "overlap": row.overlap,
-           "blocking_call": None if pd.isna(row.blocking_call) else str(row.blocking_call),
-           "blocking_call_us": None if pd.isna(row.blocking_call_ns) else _us(row.blocking_call_ns)}
-    out.update({f"{col[:-3]}_us": _us(getattr(row, col)) for col in TOTALS})
-    return out
+def _step_dicts(frame: pd.DataFrame) -> list[dict]:
+    """One dict per step, built column by column (thousands of steps: no per-value Python work)."""
+    blocking_us = [None if np.isnan(v) else v for v in _us_column(frame, "blocking_call_ns")]
+    calls = [None if pd.isna(c) else str(c) for c in frame["blocking_call"].tolist()]
+    cols = {"step": frame["step"].astype(int).tolist(), "overlap": frame["overlap"].tolist(),
+            "blocking_call": calls, "blocking_call_us": blocking_us,
+            **{f"{col[:-3]}_us": _us_column(frame, col) for col in TOTALS}}
+    keys = list(cols)
+    return [dict(zip(keys, values)) for values in zip(*cols.values())]
