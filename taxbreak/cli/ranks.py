@@ -16,23 +16,18 @@ from .status import quiet_option, working
 @click.option("--step-pattern", default=None, help="Regex naming step ranges; named group 'phase' optional.")
 @click.option("--json", "as_json", is_flag=True, help="Print the ranks JSON object on stdout.")
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Steps to show.")
+@click.option("--run", "run_id", default=None, help="With a fleet dataset: the run to align (default: its only run).")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=str), default=None,
               help="Also write the skew as a self-contained HTML page to this file.")
 @quiet_option
 @handle_errors
-def ranks(traces: tuple[str, ...], floor_us, step_pattern, as_json: bool, top: int, html_path, quiet: bool) -> None:
+def ranks(traces: tuple[str, ...], floor_us, step_pattern, as_json: bool, top: int, run_id, html_path,
+          quiet: bool) -> None:
     """Align the ranks of one run on their collectives: which rank was late, by how much and why.
 
-    TRACES: one trace per rank, a folder of them, or one export holding several GPUs."""
-    from ..decompose.ranks import rank_skew
-    from ..scale.analysis_cache import cached_analyze
-
-    paths = _expand(traces)
-    analyses = []
-    for path in paths:
-        with working("analyzing", str(path), quiet):
-            analyses.append(cached_analyze(str(path), floor_us=floor_us, step_pattern=step_pattern))
-    result = rank_skew(analyses, _labels(paths))
+    TRACES: one trace per rank, a folder of them, one export holding several GPUs, or the root
+    of a fleet dataset (taxbreak analyze DIR --partitioned -o OUT)."""
+    result = _skew(traces, floor_us, step_pattern, run_id, quiet)
     if html_path:
         _write_html(html_path, result.summary, " ".join(traces))
     if as_json:
@@ -46,6 +41,22 @@ def ranks(traces: tuple[str, ...], floor_us, step_pattern, as_json: bool, top: i
     from ..report.serving import render_ranks
 
     render_ranks(result.summary, Console(), top)
+
+
+def _skew(traces: tuple[str, ...], floor_us, step_pattern, run_id, quiet: bool):
+    from ..decompose.ranks import rank_skew
+    from ..scale.analysis_cache import cached_analyze
+    from ..scale.ranks import is_dataset, rank_skew_of_dataset
+
+    if len(traces) == 1 and is_dataset(traces[0]):
+        with working("reading", traces[0], quiet):
+            return rank_skew_of_dataset(traces[0], run_id)
+    paths = _expand(traces)
+    analyses = []
+    for path in paths:
+        with working("analyzing", str(path), quiet):
+            analyses.append(cached_analyze(str(path), floor_us=floor_us, step_pattern=step_pattern))
+    return rank_skew(analyses, _labels(paths))
 
 
 def _write_html(path: str, summary: dict, title: str) -> None:

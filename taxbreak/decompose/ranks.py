@@ -258,12 +258,18 @@ def _hdbi_by_step(rank: Rank) -> pd.Series:
     return hdbi.where(sums["orch"].notna() & (sums["active"] + sums["orch"] > 0))
 
 
+def _step_windows(steps: pd.DataFrame) -> pd.DataFrame:
+    """The steps with a window (not the ``between`` row of what falls outside every step)."""
+    keep = steps["start_ns"].notna() & steps["end_ns"].notna() & (steps["step"] >= 0)
+    return steps.loc[keep, ["step", "start_ns", "end_ns"]].astype(np.int64).sort_values("start_ns", kind="stable")
+
+
 def rank_steps(ranks: list[Rank], long: pd.DataFrame) -> pd.DataFrame:
     """Per (step, rank), on the rank's own clock: wall = skew + transfer + compute + idle, with
     the residual (collectives overlapping each other or compute, unmatched collectives) shown."""
     frames = []
     for i, rank in enumerate(ranks):
-        steps = rank.analysis.steps
+        steps = _step_windows(rank.analysis.steps)
         a, b = steps["start_ns"].to_numpy(np.int64), steps["end_ns"].to_numpy(np.int64)
         mine = long[long["rank"] == i].groupby("step")[["skew_ns", "transfer_ns"]].sum()
         busy = _covered(*_device_work(rank), a, b)
