@@ -295,6 +295,8 @@ def rank_skew(analyses, labels=None) -> RankSkew:
     devices) on their collectives: skew, transfer and the late rank's causes (docs/serving.md §1)."""
     ranks = ranks_of(analyses, labels)
     labels_ = [r.label for r in ranks]
+    if not ranks:
+        return _empty(labels_, "no device work in the traces: no rank to align")
     if len(ranks) < 2:
         return _empty(labels_, "one rank: skew needs the traces of at least two ranks of the run")
     long, unmatched = match_collectives(ranks)

@@ -101,3 +101,11 @@ def test_two_gpu_nsight_export_adds_up(name, collectives):
     assert len(explained) == collectives - 1
     assert (coll.loc[explained, "cause_residual_ns"].abs() <= bound[explained]).all()
     assert np.isin(coll["cause"].dropna(), [c[6:-3] for c in coll if c.startswith("cause_")]).all()
+
+
+def test_traces_without_device_work_have_no_rank():
+    cpu = SHARED_TRACES / "HolisticTraceAnalysis/tests/data/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"
+    if not cpu.exists():
+        pytest.skip("real-trace corpus not found: see docs/testing.md")
+    summary = rank_skew([analyze(cpu), analyze(cpu)], ["a", "b"]).summary
+    assert summary["reason"].startswith("no device work") and summary["collectives"] == 0
