@@ -29,7 +29,7 @@ from .link import link
 from .nested import devices_frame, idle_by_cause_frame
 from .op_chain import op_chain
 from .graph_cost import graph_cost_summary
-from .overlap import BlockingCalls, overlap_summary, step_overlap
+from .overlap import BlockingCalls, HostFrames, overlap_summary, step_overlap
 from .partition import device_busy, host_partition, stall_meta
 from .py_stalls import take_stalls_out_of_t_py
 from .reprs import analysis_repr, analysis_repr_html
@@ -199,7 +199,8 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
     # nothing reads the views or the links from here on: ~0.5 GB at 10 M events, let go
     # before the two tables' temporaries (the peak of a cold analyze)
     graph_launch_calls = int(views.api.kind_is("graph_launch").sum())
-    overlap = overlap_summary(step_overlap(kernels, steps.table, BlockingCalls.of(views.api)), steps.scheme)
+    overlap = overlap_summary(step_overlap(kernels, steps.table, BlockingCalls.of(views.api), HostFrames.of(views)),
+                              steps.scheme)
     del views, links, marker, busy, path
     release_freed_heap()  # their arrays below the mmap threshold stay resident until trimmed
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="taxbreak-scopes") as pool:

@@ -38,6 +38,48 @@ class BlockingCalls:
         return cls(api.pid[rows], api.tid[rows], api.start_ns[rows], api.end_ns[rows], api.names(rows))
 
 
+@dataclass
+class HostFrames:
+    """The host events of a trace (``views.Host``, not copied) and the thread of each lane."""
+
+    host: object
+    lane_pid: np.ndarray
+    lane_tid: np.ndarray
+
+    @classmethod
+    def of(cls, views) -> "HostFrames":
+        return cls(views.host, views.lane_pid, views.lane_tid)
+
+
+def longest_frames(frame: pd.DataFrame, frames: HostFrames) -> pd.DataFrame:
+    """Per step: the longest host event of the first launch's thread lying whole inside the
+    preparation — the sampling, input preparation or payload packing that held the launch back
+    (steps do not overlap, so each event falls in at most one step's preparation)."""
+    a, b = frame["start_ns"].to_numpy(np.int64), frame["first_launch_ns"].to_numpy(np.int64)
+    out = pd.DataFrame({"step": frame["step"].to_numpy(), "longest_frame": np.full(len(a), None, dtype=object),
+                        "longest_frame_ns": pd.array([pd.NA] * len(a), dtype="Int64")})
+    host = frames.host
+    lanes, q_dense = _lanes(frames.lane_pid, frames.lane_tid, frame["pid"].to_numpy(np.int64),
+                            frame["tid"].to_numpy(np.int64))
+    lane_of = np.full(len(lanes) + len(q_dense) + 1, -1, np.int64)
+    lane_of[lanes] = np.arange(len(lanes))
+    q_lane = lane_of[q_dense]
+    launching = np.zeros(len(frames.lane_pid) + 1, bool)  # a lookup per lane: cheaper than isin on every event
+    launching[q_lane[q_lane >= 0]] = True
+    rows = np.flatnonzero(launching[host.lane])
+    w = np.searchsorted(a, host.start_ns[rows], side="right") - 1
+    ok = w >= 0
+    rows, w = rows[ok], w[ok]
+    ok = (host.end_ns[rows] <= b[w]) & (host.lane[rows] == q_lane[w])
+    rows, w = rows[ok], w[ok]
+    dur = host.end_ns[rows] - host.start_ns[rows]
+    order = np.lexsort((dur, w))
+    last = order[np.flatnonzero(np.append(w[order][1:] != w[order][:-1], True))] if len(order) else order
+    out.loc[w[last], "longest_frame"] = host.names(rows[last])
+    out.loc[w[last], "longest_frame_ns"] = dur[last]
+    return out
+
+
 def _first_launches(kernels: pd.DataFrame) -> pd.DataFrame:
     """Per step: the first launch call's start and its thread."""
     launch = kernels["launch_start_ns"]
@@ -109,10 +151,12 @@ def _blocking_in(frame: pd.DataFrame, calls: BlockingCalls) -> pd.DataFrame:
     return out
 
 
-def step_overlap(kernels: pd.DataFrame, steps: pd.DataFrame, calls: BlockingCalls) -> pd.DataFrame:
+def step_overlap(kernels: pd.DataFrame, steps: pd.DataFrame, calls: BlockingCalls,
+                 frames: HostFrames | None = None) -> pd.DataFrame:
     """One row per step that launches device work: ``prep_ns`` (step start → first launch),
     ``hidden_ns`` / ``exposed_ns`` (the device busy / idle meanwhile, all devices merged),
-    ``blocked_ns`` and the blocking call nearest the launch, ``pending_device_ns`` (device
+    ``blocked_ns`` and the blocking call nearest the launch, with ``frames`` the longest host
+    event of the launching thread inside the preparation, ``pending_device_ns`` (device
     work launched earlier still to run when the step began), ``what_if_idle_ns`` and ``overlap``."""
     frame = steps[["step", "start_ns"]].dropna().astype(np.int64).merge(_first_launches(kernels), on="step")
     frame = frame[frame["first_launch_ns"] >= frame["start_ns"]].sort_values("start_ns", kind="stable")
@@ -128,6 +172,8 @@ def step_overlap(kernels: pd.DataFrame, steps: pd.DataFrame, calls: BlockingCall
     frame["pending_device_ns"] = pending_device(kernels["launch_start_ns"].to_numpy(np.int64, na_value=0)[launched],
                                                 start[launched], end[launched], a)
     frame = frame.merge(_blocking_in(frame, calls), on="step", how="left")
+    if frames is not None:
+        frame = frame.merge(longest_frames(frame, frames), on="step", how="left")
     frame["host_work_ns"] = frame["prep_ns"] - np.minimum(frame["blocked_ns"], frame["prep_ns"])
     frame["what_if_idle_ns"] = np.maximum(0, frame["host_work_ns"] - frame["pending_device_ns"])
     frame["overlap"] = np.where(frame["exposed_ns"] <= MASKED_EXPOSED_SHARE * frame["prep_ns"], "masked", "exposed")
@@ -158,12 +204,20 @@ def overlap_summary(frame: pd.DataFrame, step_scheme: str) -> dict:
 TOTALS = ("prep_ns", "hidden_ns", "exposed_ns", "blocked_ns", "host_work_ns", "pending_device_ns", "what_if_idle_ns")
 
 
+def _frame_columns(frame: pd.DataFrame) -> dict:
+    if "longest_frame" not in frame:
+        return {}
+    names = [None if pd.isna(c) else str(c) for c in frame["longest_frame"].tolist()]
+    return {"longest_frame": names,
+            "longest_frame_us": [None if np.isnan(v) else v for v in _us_column(frame, "longest_frame_ns")]}
+
+
 def _step_dicts(frame: pd.DataFrame) -> list[dict]:
     """One dict per step, built column by column (thousands of steps: no per-value Python work)."""
     blocking_us = [None if np.isnan(v) else v for v in _us_column(frame, "blocking_call_ns")]
     calls = [None if pd.isna(c) else str(c) for c in frame["blocking_call"].tolist()]
     cols = {"step": frame["step"].astype(int).tolist(), "overlap": frame["overlap"].tolist(),
-            "blocking_call": calls, "blocking_call_us": blocking_us,
+            "blocking_call": calls, "blocking_call_us": blocking_us, **_frame_columns(frame),
             **{f"{col[:-3]}_us": _us_column(frame, col) for col in TOTALS}}
     keys = list(cols)
     return [dict(zip(keys, values)) for values in zip(*cols.values())]

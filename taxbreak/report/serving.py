@@ -99,12 +99,13 @@ def render_overlap(summary: dict, console: Console, top: int = 5) -> None:
 def _render_overlap_steps(steps: list[dict], console: Console) -> None:
     table = Table(title="Steps with the most exposed preparation (µs)", title_justify="left",
                   box=box.SIMPLE_HEAD, pad_edge=False)
-    for col in ("step", "prep", "hidden", "exposed", "what-if idle", "blocking call"):
-        table.add_column(col, justify="left" if col in ("step", "blocking call") else "right", no_wrap=col != "blocking call")
+    for col in ("step", "prep", "hidden", "exposed", "what-if idle", "blocking call, longest frame before the launch"):
+        table.add_column(col, justify="right" if col in ("prep", "hidden", "exposed", "what-if idle") else "left",
+                         no_wrap=col != "blocking call, longest frame before the launch")
     for s in steps:
-        call = "none" if s["blocking_call"] is None else f"{_name(s['blocking_call'])} {_fmt(s['blocking_call_us'])}"
         table.add_row(str(s["step"]), *[_fmt(s[k]) for k in ("prep_us", "hidden_us", "exposed_us", "what_if_idle_us")],
-                      call)
+                      f"{_call(s['blocking_call'], s['blocking_call_us'])}; "
+                      f"{_call(s.get('longest_frame'), s.get('longest_frame_us'))}")
     console.print(table)
 
 
@@ -132,3 +133,7 @@ def render_graph_cost(summary: dict, console: Console) -> None:
             console.print(f"GPU {device}: the median graph ({d['nodes_median']:,.0f} nodes, {_fmt(d['device_us_median'])} "
                           f"µs of device work) in {best['pieces']} pieces whose launches overlap earlier pieces' work: "
                           f"{_fmt(best['step_us'])} µs instead of {_fmt(d['split'][0]['step_us'])} µs")
+
+
+def _call(name, us) -> str:
+    return "none" if name is None else f"{_name(name)} {_fmt(us)} µs"

@@ -34,10 +34,15 @@ def overlap_section(summary: dict, top: int = 10) -> Markup:
     worst = sorted(o["steps"], key=lambda s: -s["exposed_us"])[:top]
     rows = [[s["step"], s["overlap"], _v(s["prep_us"]), _v(s["hidden_us"]), _v(s["exposed_us"]),
              _v(s["pending_device_us"]), _v(s["what_if_idle_us"]),
-             "none" if s["blocking_call"] is None else f"{s['blocking_call']} ({_v(s['blocking_call_us'])} µs)"]
-            for s in worst]
+             _named(s["blocking_call"], s["blocking_call_us"]),
+             _named(s.get("longest_frame"), s.get("longest_frame_us"))] for s in worst]
     return join([note, _table(("step", "overlap", "prep µs", "hidden µs", "exposed µs", "pending device µs",
-                               "what-if idle µs", "blocking call before the first launch"), rows)])
+                               "what-if idle µs", "blocking call before the first launch",
+                               "longest host frame before it"), rows)])
+
+
+def _named(name, us) -> str:
+    return "none" if name is None else f"{name} ({_v(us)} µs)"
 
 
 def graph_cost_section(summary: dict) -> Markup:
