@@ -341,7 +341,32 @@ def skew_summary(collectives: pd.DataFrame, steps: pd.DataFrame, labels: list[st
         "steps_add_up": bool(steps["adds_up"].all()),
         "max_step_residual_pct": None if residual.dropna().empty else round(float(residual.max()) * 100, 3),
         "steps": [_step_dict(row) for row in steps.itertuples(index=False)],
+        "per_collective": _collective_dicts(collectives, cause_cols),
     }
+
+
+def _us_list(values: pd.Series) -> list:
+    """µs (3 decimals) of an ns column, ``None`` where not measured, without per-value Python work."""
+    arr = values.astype("Float64").to_numpy(np.float64, na_value=np.nan)
+    return [None if np.isnan(v) else v for v in np.round(arr / 1000.0, 3).tolist()]
+
+
+def _collective_dicts(collectives: pd.DataFrame, cause_cols: list[str]) -> list[dict]:
+    """One entry per collective: the late rank, by how much, the layers that made it late and
+    the launch components of its own collective kernel (µs; ``None`` where not measured)."""
+    text = {c: [None if pd.isna(v) else str(v) for v in collectives[c].tolist()]
+            for c in ("family", "late_rank", "waiting_rank", "cause", "cause_reason")}
+    cols = {"collective": collectives["collective"].astype(int).tolist(), "step": collectives["step"].astype(int).tolist(),
+            **text, "lateness_us": _us_list(collectives["lateness_ns"]),
+            "transfer_us": _us_list(collectives["transfer_ns"]),
+            "end_spread_us": _us_list(collectives["end_spread_ns"]),
+            "cause_residual_us": _us_list(collectives["cause_residual_ns"]),
+            **{f"late_{c[:-3]}_us": _us_list(collectives[f"late_{c}"]) for c in COMPONENTS}}
+    causes = [_us_list(collectives[c]) for c in cause_cols]
+    names = [c[len("cause_"):-len("_ns")] for c in cause_cols]
+    keys = list(cols)
+    return [{**dict(zip(keys, values)), "cause_us": dict(zip(names, per))}
+            for values, per in zip(zip(*cols.values()), zip(*causes) if causes else [()] * len(collectives))]
 
 
 def _step_dict(row) -> dict:

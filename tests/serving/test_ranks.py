@@ -109,3 +109,12 @@ def test_traces_without_device_work_have_no_rank():
         pytest.skip("real-trace corpus not found: see docs/testing.md")
     summary = rank_skew([analyze(cpu), analyze(cpu)], ["a", "b"]).summary
     assert summary["reason"].startswith("no device work") and summary["collectives"] == 0
+
+
+def test_json_lists_every_collective(case):
+    planted, result = case
+    per = result.summary["per_collective"]
+    assert [c["lateness_us"] for c in per] == (planted.collectives["lateness_ns"] / 1000).tolist()
+    assert per[0]["cause_us"]["python"] is None and per[0]["cause_reason"]
+    assert per[1]["cause"] == "python" and per[1]["cause_us"]["python"] == 298.0
+    assert per[1]["late_t_launch_us"] is not None and per[1]["cause_residual_us"] == 0.0
