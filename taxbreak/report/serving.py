@@ -29,6 +29,8 @@ def render_ranks(ranks: dict, console: Console, top: int = 10) -> None:
                   f"max {_fmt(late['max'])} µs, Σ {_fmt(late['sum'])} µs; late most often: "
                   + ", ".join(f"{_name(k)} ({v})" for k, v in ranks["late_rank_counts"].items()))
     _render_causes(ranks, console)
+    console.print("ranks: " + ", ".join(f"#{i} {_name(r)}" for i, r in enumerate(ranks["ranks"])))
+    _render_worst_collectives(ranks, console, top)
     _render_rank_steps(ranks["steps"], ranks["ranks"], console, top)
     unmatched = {k: v for k, v in ranks["unmatched_collectives"].items() if v}
     if unmatched:
@@ -50,11 +52,27 @@ def _render_causes(ranks: dict, console: Console) -> None:
     console.print(table)
 
 
+def _render_worst_collectives(ranks: dict, console: Console, top: int) -> None:
+    worst = sorted(ranks.get("per_collective", []), key=lambda c: -(c["lateness_us"] or 0))[:top]
+    if not worst:
+        return
+    labels = ranks["ranks"]
+    table = Table(title="Most skewed collectives", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for col in ("#", "family", "step", "late", "lateness µs", "transfer µs", "cause"):
+        table.add_column(col, justify="right" if col.endswith("µs") else "left", no_wrap=col != "cause")
+    for c in worst:
+        late = "—" if c["late_rank"] is None else f"#{labels.index(c['late_rank'])}"
+        cause = c["cause"] or c["cause_reason"] or NA
+        detail = f" {_fmt(c['cause_us'].get(c['cause']))} µs" if c["cause"] else ""
+        table.add_row(str(c["collective"]), _name(c["family"]), str(c["step"]), late, _fmt(c["lateness_us"]),
+                      _fmt(c["transfer_us"]), _name(cause) + detail)
+    console.print(table)
+
+
 def _render_rank_steps(steps: list[dict], labels: list[str], console: Console, top: int) -> None:
     table = Table(title="Per step and rank, µs on each rank's own clock:\nwall = skew + transfer + compute + idle; "
                         "exposed = idle the host caused",
                   title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    console.print("ranks: " + ", ".join(f"#{i} {_name(r)}" for i, r in enumerate(labels)))
     hdbi = any(s["hdbi"] is not None for s in steps)
     for col in ("step", "rank", "wall", "skew", "transfer", "compute", "idle", "exposed", *(("HDBI",) if hdbi else ())):
         table.add_column(col, justify="left" if col in ("step", "rank") else "right", no_wrap=True)
