@@ -79,7 +79,14 @@ def ranks_section(ranks: dict) -> Markup:
                     "HDBI"), [[s["step"], s["rank"], *[_v(s[k]) for k in ("wall_us", "skew_us", "transfer_us",
                                                                          "compute_us", "idle_us", "exposed_host_us")],
                                _v(s["hdbi"], "{:.3f}")] for s in ranks["steps"]])
-    return join([note, causes, steps])
+    worst = sorted(ranks.get("per_collective", []), key=lambda c: -(c["lateness_us"] or 0))[:20]
+    collectives = _table(("collective", "family", "step", "late rank", "lateness µs", "transfer µs", "cause",
+                          "late rank's T_launch µs"),
+                         [[c["collective"], c["family"], c["step"], c["late_rank"] or "none", _v(c["lateness_us"]),
+                           _v(c["transfer_us"]), c["cause"] or c["cause_reason"] or NOT_MEASURED,
+                           _v(c["late_t_launch_us"])] for c in worst])
+    return join([note, causes, tag("h3", "most skewed collectives"), collectives,
+                 tag("h3", "per step and rank"), steps])
 
 
 def render_ranks_html(ranks: dict, title: str | None = None) -> str:
