@@ -29,6 +29,7 @@ _COMMANDS = [
     ("taxbreak.cli.sweep", "sweep"),
     ("taxbreak.cli.sweep", "whatif"),
     ("taxbreak.cli.cache", "cache"),
+    ("taxbreak.cli.ranks", "ranks"),
 ]
 
 

@@ -22,6 +22,8 @@ from .inputs import resolve_input
 from .health import copy_facts, trace_health
 from .link import link
 from .op_chain import op_chain
+from .graph_cost import graph_cost_summary
+from .overlap import BlockingCalls, HostFrames, overlap_summary, step_overlap
 from .partition import device_busy, host_partition, stall_meta
 from .py_stalls import take_stalls_out_of_t_py
 from .result import FRAMES, Analysis  # noqa: F401 - FRAMES re-exported for callers of this module
@@ -105,6 +107,8 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
     # nothing reads the views or the links from here on: ~0.5 GB at 10 M events, let go
     # before the two tables' temporaries (the peak of a cold analyze)
     graph_launch_calls = int(views.api.kind_is("graph_launch").sum())
+    overlap = overlap_summary(step_overlap(kernels, steps.table, BlockingCalls.of(views.api), HostFrames.of(views)),
+                              steps.scheme)
     del views, links, marker, busy, path
     release_freed_heap()  # their arrays below the mmap threshold stay resident until trimmed
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="taxbreak-scopes") as pool:
@@ -117,7 +121,8 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
     meta["dependency_waits"] = kernels.attrs.get("dependency_waits", [])
     meta.update(stall_meta(stalls, idle))
     summary = {"all": all_dict, "phases": phase_dicts, "steps": step_dicts, "meta": meta,
-               "warmup": add_shares(warmup, all_dict),
+               "warmup": add_shares(warmup, all_dict), "overlap": overlap,
+               "graph_launch_cost": graph_cost_summary(kernels),
                "diagnostics": diags.as_dict()}
     meta.update(copy_facts(kernels))
     meta["graph_launch_calls"] = graph_launch_calls

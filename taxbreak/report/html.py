@@ -20,6 +20,7 @@ from .. import __version__
 from .diff import kernel_orchestration_ns
 from .markup import Markup, join, tag, void
 from .metrics import COMPONENTS, PHASES, fmt_value, metric_label, number
+from .serving_html import serving_sections
 from .svg import BarGroup, Segment, component_chart, idle_chart, queue_chart, step_chart
 from .words import NOT_MEASURED
 
@@ -388,7 +389,7 @@ def render_html(analysis, manifest: dict | None = None, title: str | None = None
                  cards(summary.get("all") or {}),
                  tag("h2", "What to do"), advice_section(summary),
                  tag("h2", "Orchestration components vs device-active time, per phase"), phase_section(summary),
-                 tag("h2", "Per step"), steps_section(summary),
+                 tag("h2", "Per step"), steps_section(summary), serving_sections(summary),
                  tag("h2", "Timeline of a representative step"), timeline_section(analysis),
                  tag("h2", "Top ATen ops by orchestration time"), ops_section(analysis),
                  tag("h2", "Kernel classes by orchestration time"),

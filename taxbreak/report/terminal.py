@@ -5,6 +5,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .console_text import markup_text as _name
+from .serving import render_graph_cost, render_overlap
 from .words import NOT_MEASURED
 
 NA = NOT_MEASURED  # never shown as 0
@@ -65,6 +66,8 @@ def render_analysis(analysis, console: Console, top: int = 10) -> None:
     render_host_partition(summary["all"], console)
     render_stalls(summary, console)
     render_idle(summary["all"], console)
+    render_overlap(summary, console)
+    render_graph_cost(summary, console)
     render_top_ops(analysis.ops, console, top)
     render_diagnostics(summary, console)
     render_advice(summary, console)

@@ -98,6 +98,9 @@ class PlantedStep:
     # (then cudaGraphInstantiate); "annotation": inside a capture_… user annotation. Either way its
     # launches are captured: calls without device activity.
     capture: str = ""
+    # > 0: the step opens with a cudaStreamSynchronize of this length (before its first op): the
+    # blocking call an engine makes before it prepares the next step (sampling, a device-to-host copy)
+    sync_first_ns: int = 0
 
 
 CAPTURE_CALLS = (("cudaStreamBeginCapture", 2_000), ("cudaStreamEndCapture", 3_000),
@@ -167,6 +170,12 @@ def build(spec: PlantedSpec) -> Planted:
     for i, step in enumerate(spec.steps):
         step_start = t
         part = dict.fromkeys(PARTS, 0)
+        if step.sync_first_ns:
+            rows.api.append(_api_row(rows, spec, "cuda_runtime", "sync", "cudaStreamSynchronize", t,
+                                     step.sync_first_ns, rows.nid(), -1))
+            rows.segment(t, step.sync_first_ns, "sync")
+            part["sync"] += step.sync_first_ns
+            t += step.sync_first_ns
         if step.capture == "stream":
             t = _capture_call(rows, spec, CAPTURE_CALLS[0], t, part)
         for op in step.ops:

@@ -64,8 +64,16 @@ def run_projections(summary: dict, opts: WhatIfOptions) -> dict:
         phases[phase] = {"step": {k: means.get(k) for k in STEP_FIELDS},
                          "cpu_speedup": project_cpu_speedup(means, opts.cpu_speedup)}
         if phase == "decode":
-            phases[phase]["cuda_graphs"] = project_cuda_graphs(means, floor_us, floor_source, opts.graph_launch_us)
+            phases[phase]["cuda_graphs"] = project_cuda_graphs(means, floor_us, floor_source, opts.graph_launch_us,
+                                                               _launch_fit(summary))
     return {"floor_us": floor_us, "floor_source": floor_source, "phases": phases}
+
+
+def _launch_fit(summary: dict) -> dict | None:
+    """The graph launch cost fitted on the trace (docs/serving.md §3): the GPU with most launches."""
+    devices = [d for d in (summary.get("graph_launch_cost") or {}).get("devices", {}).values()
+               if d.get("a_us") is not None]
+    return max(devices, key=lambda d: d["launches"], default=None)
 
 
 def _run(root: Path, opts: WhatIfOptions) -> dict:

@@ -21,6 +21,8 @@ step latency; hidden orchestration overlapped with device work does not:
 """
 from __future__ import annotations
 
+from ..decompose.graph_cost import split_projection
+
 # TaxBreak abstract (arXiv 2603.12465): a faster host CPU cut orchestration by
 # 10–29% and end-to-end latency by up to 14% (H200 box vs H100 box).
 PUBLISHED_ORCH_REDUCTION_PCT = (10.0, 29.0)
@@ -49,14 +51,17 @@ def host_time(metrics: dict) -> tuple[float | None, str]:
     return (None, "none") if span is None else (float(span), "step_us (upper bound: includes host waits)")
 
 
-def project_cuda_graphs(metrics: dict, floor_us: float | None, floor_source: str, graph_launch_us: float | None = None) -> dict:
+def project_cuda_graphs(metrics: dict, floor_us: float | None, floor_source: str, graph_launch_us: float | None = None,
+                        launch_fit: dict | None = None) -> dict:
     """Projected decode step latency when the whole step is replayed from one CUDA graph.
 
     Args:
         metrics: mean decode step (µs).
         floor_us: the launch floor T_sys the analysis used.
         floor_source: where ``floor_us`` came from (``measured``, ``published:H200``, ...).
-        graph_launch_us: cost of one ``cudaGraphLaunch``; default one T_sys.
+        graph_launch_us: cost of one ``cudaGraphLaunch``; default: ``launch_fit``, else one T_sys.
+        launch_fit: the trace's fitted graph launch cost (``graph_launch_cost.devices[d]``,
+            docs/serving.md §3): the launch of the step's graph costs ``a + b·kernels``.
 
     Returns:
         Dict with ``eager_step_us``, ``host_rest_us``, ``graph_launch_us``,
@@ -66,7 +71,8 @@ def project_cuda_graphs(metrics: dict, floor_us: float | None, floor_source: str
     host_us, host_key = host_time(metrics)
     orch = metrics.get("orchestration_us")
     residual = metrics.get("launch_latency_us") or 0.0
-    launch_us, launch_source = _graph_launch(graph_launch_us, floor_us, floor_source)
+    launch_us, launch_source = _graph_launch(graph_launch_us, floor_us, floor_source, launch_fit,
+                                             metrics.get("kernels"))
     rest = None if host_us is None or orch is None else max(0.0, host_us - orch - residual)
     out = {
         "model": "T_graph = max(T_DeviceActive, T_host_rest + T_graph_launch); "
@@ -86,13 +92,28 @@ def project_cuda_graphs(metrics: dict, floor_us: float | None, floor_source: str
         "speedup": None,
         "not_projected": None,
         "validation": "compare with the graph-replay measurement (taxbreak whatif --measure-graphs, CUDA only)",
+        "split": _split(launch_fit, metrics),
     }
     return _finish_graph_projection(out)
 
 
-def _graph_launch(given_us: float | None, floor_us: float | None, floor_source: str) -> tuple[float | None, str]:
+def _split(fit: dict | None, metrics: dict) -> list[dict]:
+    """The step's graph in k pieces whose launches overlap earlier pieces' device work
+    (docs/serving.md §3); empty without a fitted launch cost or a kernel count."""
+    kernels, device = metrics.get("kernels"), metrics.get("device_active_us")
+    if not fit or fit.get("a_us") is None or not kernels or device is None:
+        return []
+    return split_projection(fit["a_us"], fit["b_us_per_node"], kernels, device)
+
+
+def _graph_launch(given_us: float | None, floor_us: float | None, floor_source: str, fit: dict | None = None,
+                  kernels: float | None = None) -> tuple[float | None, str]:
     if given_us is not None:
         return float(given_us), f"{given_us:.2f} µs (given)"
+    if fit and fit.get("a_us") is not None and kernels:
+        us = fit["a_us"] + fit["b_us_per_node"] * kernels
+        return float(us), (f"{us:.2f} µs = {fit['a_us']:.2f} µs + {fit['b_us_per_node']:.3f} µs × {kernels:,.0f} "
+                           f"nodes (fitted on this trace's {fit['launches']} graph launches)")
     if floor_us is None:
         return None, "no launch floor"
     return float(floor_us), f"one null-kernel launch floor T_sys = {floor_us:.2f} µs ({floor_source})"
@@ -102,6 +123,8 @@ def _launch_assumption(launch_us: float | None, launch_source: str) -> str:
     if launch_us is None:
         return ("the cost of one graph launch is not measured (no launch floor in the trace; "
                 "--graph-launch-us gives it)")
+    if "fitted" in launch_source:
+        return f"the step's graph launch costs {launch_source}"
     return f"one graph launch costs {launch_source}; real launches grow with node count, so this is a lower bound"
 
 

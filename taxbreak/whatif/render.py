@@ -119,6 +119,9 @@ def _graph_text(graph: dict) -> list[str]:
                      f" (x{graph['speedup']:.2f}); host rest {fmt(graph['host_rest_us'], 'µs')}, "
                      f"graph launch {fmt(graph['graph_launch_us'], 'µs', 2)}")
     lines += [f"    assumes: {a}" for a in graph["assumptions"]]
+    if graph.get("split"):  # docs/serving.md §3: pieces whose launches overlap earlier pieces' device work
+        lines.append("    split into pieces (launch + device pipeline): " + ", ".join(
+            f"{s['pieces']}: {fmt(s['step_us'], 'µs')}" for s in graph["split"]))
     meas = graph.get("measurement")
     if meas is not None:
         if meas.get("measured"):

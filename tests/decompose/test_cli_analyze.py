@@ -37,7 +37,8 @@ def test_json_is_the_summary(trace):
     data = json.loads(result.output)
     assert data["all"]["floor_source"] == "given" and data["all"]["floor_us"] == 3.5
     assert data["all"]["tokens"] == 4 and data["all"]["kernels"] == len(trace[1].kernels)
-    assert list(data) == ["health", "all", "phases", "steps", "meta", "warmup", "diagnostics"]  # health first
+    assert list(data) == ["health", "all", "phases", "steps", "meta", "warmup", "overlap", "graph_launch_cost",
+                          "diagnostics"]  # health first
 
 
 def test_output_dir_writes_parquet(trace, tmp_path):
