@@ -408,6 +408,8 @@ def _meta(top: _Top, sink: ColumnSink, path: Path, diags: Diagnostics) -> TraceM
     )
     if top.distributedInfo is not None:
         meta.extra["distributedInfo"] = top.distributedInfo
+    # which reader read the events: the compiled scanner (kineto_scan) for at least one chunk, or msgspec only
+    meta.extra["reader"] = "kineto-c" if sink.chunks_by.get("scanner") else "kineto-py"
     _names_from_metadata(meta, sink.metadata)
     return meta
 

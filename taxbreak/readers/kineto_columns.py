@@ -19,6 +19,7 @@ from ..trace.schema import TEXT
 from . import bounds as B
 from . import kineto_vocab as V
 from .kineto_events import Args, Event, InvalidUtf8
+from .kineto_scan import ScannedEvents
 from .kineto_text import MISSING, OUT_OF_RANGE, WRONG_TYPE, IdOutOfRange, int_ids, us_text_to_ns
 
 _NO_ARGS = Args()
@@ -48,31 +49,46 @@ class ColumnSink:
         self.metadata: list[tuple] = []  # (name, pid, tid, args.name, args.labels) of M events
         self.min_ts_ns: int | None = None
         self.max_ts_ns: int | None = None
+        self.chunks_by: dict[str, int] = defaultdict(int)  # chunks read by the compiled scanner / by msgspec
 
     def add_bad(self, bad: list[tuple[int, str]]) -> None:
         """Events a chunk could not decode with their types (wrong JSON type)."""
         for _, message in bad:
             self._drop(V.WRONG_TYPE, 1, message)
 
-    def add_chunk(self, events: list[Event], row_ids: np.ndarray) -> None:
-        """Route and extract one chunk of decoded events."""
-        if not events:
+    def add_chunk(self, events: "list[Event] | ScannedEvents", row_ids: np.ndarray) -> None:
+        """Route and extract one chunk: decoded Structs or the compiled scanner's rows."""
+        if not len(events):
             return
-        ts_ns, ts_state = us_text_to_ns([e.ts for e in events], self.bounds)
-        route = _routes(events, ts_state)
-        self._count_drops(events, row_ids, route)
+        source = events if isinstance(events, ScannedEvents) else PyEvents(events)
+        if not isinstance(events, ScannedEvents):
+            self.chunks_by["python"] += 1
+        ts_ns, ts_state = source.times(self.bounds)
+        route = source.routes(ts_state)
+        if isinstance(source, ScannedEvents):
+            if source.needs_python(route):  # a value only the Python rules read lands in a table
+                source = PyEvents(source.decode())
+                ts_ns, ts_state = source.times(self.bounds)
+                route = source.routes(ts_state)
+                self.chunks_by["python"] += 1
+            else:
+                self.chunks_by["scanner"] += 1
+        self._add_routed(source, row_ids, route, ts_ns)
+
+    def _add_routed(self, source, row_ids: np.ndarray, route: np.ndarray, ts_ns: np.ndarray) -> None:
+        self._count_drops(source, row_ids, route)
         own = int((route == V.OWN).sum())
         if own:  # annotate's own events: accounted for, not a diagnostic
             self.counts["taxbreak"] += own
         meta_idx = np.flatnonzero(route == V.META)
-        self.metadata.extend(_metadata(events, meta_idx))
+        self.metadata.extend(source.metadata(meta_idx))
         self.counts["metadata"] += len(meta_idx)
         complete = np.flatnonzero(route <= V.RANGE)
-        dur_ns = self._durations(events, row_ids, complete, route)
+        dur_ns = self._durations(source, row_ids, complete, route)
         for table, extract in _EXTRACTORS.items():
             low, high = _TABLE_ROUTES[table]
             idx = np.flatnonzero((route >= low) & (route <= high))
-            cols, idx = self._extract(extract, events, row_ids, idx, route, ts_ns, dur_ns)
+            cols, idx = self._extract(extract, source, row_ids, idx, route, ts_ns, dur_ns)
             if len(idx):
                 cols["row_id"] = row_ids[idx]
                 for name, col in cols.items():
@@ -80,17 +96,16 @@ class ColumnSink:
                 self.counts[table] += len(idx)
         self._note_time_range(ts_ns[route <= V.FLOW])
 
-    def _extract(self, extract, events, row_ids, idx, route, ts_ns, dur_ns):
+    def _extract(self, extract, source, row_ids, idx, route, ts_ns, dur_ns):
         """One table's columns for the events at ``idx``; an event with an id no
         int64 holds is dropped (``event.id_out_of_range``) and the rest extracted again."""
         while len(idx):
-            sel = [events[i] for i in idx.tolist()]
             try:
-                return extract(sel, route[idx], ts_ns[idx], dur_ns[idx]), idx
+                return extract(source, idx, route[idx], ts_ns[idx], dur_ns[idx]), idx
             except IdOutOfRange as err:
                 beyond = idx[err.positions]
                 route[beyond] = V.ID_OUT_OF_RANGE
-                self._drop(V.ID_OUT_OF_RANGE, len(beyond), _example(events[beyond[0]], int(row_ids[beyond[0]])))
+                self._drop(V.ID_OUT_OF_RANGE, len(beyond), _example(source.event(beyond[0]), int(row_ids[beyond[0]])))
                 idx = np.delete(idx, err.positions)
         return None, idx
 
@@ -101,41 +116,41 @@ class ColumnSink:
             self.min_ts_ns = low if self.min_ts_ns is None else min(self.min_ts_ns, low)
             self.max_ts_ns = high if self.max_ts_ns is None else max(self.max_ts_ns, high)
 
-    def _durations(self, events, row_ids, complete, route) -> np.ndarray:
+    def _durations(self, source, row_ids, complete, route) -> np.ndarray:
         """Durations of complete (X) events: missing -> 0, negative -> clamped to 0, both counted."""
-        dur_ns = np.zeros(len(events), dtype=np.int64)
+        dur_ns = np.zeros(len(source), dtype=np.int64)
         if not len(complete):
             return dur_ns
-        values, state = us_text_to_ns([events[i].dur for i in complete.tolist()], self.bounds)
-        self._note(state == MISSING, complete, row_ids, events, "event.missing_dur")
-        self._unplaceable(state == WRONG_TYPE, complete, row_ids, events, route, V.WRONG_TYPE)
+        values, state = source.durations(complete, self.bounds)
+        self._note(state == MISSING, complete, row_ids, source, "event.missing_dur")
+        self._unplaceable(state == WRONG_TYPE, complete, row_ids, source, route, V.WRONG_TYPE)
         # beyond the span bound, a duration would overflow int64 once added to a start
         beyond = (state == OUT_OF_RANGE) | (values > self.bounds.span_ns)
-        self._unplaceable(beyond, complete, row_ids, events, route, V.NUMBER_OUT_OF_RANGE)
+        self._unplaceable(beyond, complete, row_ids, source, route, V.NUMBER_OUT_OF_RANGE)
         values[beyond] = 0
         negative = values < 0
-        self._note(negative, complete, row_ids, events, "event.negative_dur")
+        self._note(negative, complete, row_ids, source, "event.negative_dur")
         dur_ns[complete] = np.maximum(values, 0)
         return dur_ns
 
-    def _unplaceable(self, mask, complete, row_ids, events, route, route_code) -> None:
+    def _unplaceable(self, mask, complete, row_ids, source, route, route_code) -> None:
         """Complete events whose dur cannot be used (not a number, out of range): dropped, counted."""
         if mask.any():
-            self._note(mask, complete, row_ids, events, _DROP_CODES[route_code])
+            self._note(mask, complete, row_ids, source, _DROP_CODES[route_code])
             route[complete[mask]] = route_code
             self.counts["dropped"] += int(mask.sum())
 
-    def _note(self, mask, idx, row_ids, events, code) -> None:
+    def _note(self, mask, idx, row_ids, source, code) -> None:
         if mask.any():
             first = int(idx[np.argmax(mask)])
-            self.diagnostics.add(code, int(mask.sum()), _example(events[first], int(row_ids[first])))
+            self.diagnostics.add(code, int(mask.sum()), _example(source.event(first), int(row_ids[first])))
 
-    def _count_drops(self, events, row_ids, route) -> None:
+    def _count_drops(self, source, row_ids, route) -> None:
         for code in _DROP_CODES:
             hit = route == code
             if hit.any():
                 first = int(np.argmax(hit))
-                self._drop(code, int(hit.sum()), _example(events[first], int(row_ids[first])))
+                self._drop(code, int(hit.sum()), _example(source.event(first), int(row_ids[first])))
 
     def _drop(self, route_code: int, count: int, example: str) -> None:
         self.diagnostics.add(_DROP_CODES[route_code], count, example)
@@ -196,31 +211,85 @@ def _routes(events: list[Event], ts_state: np.ndarray) -> np.ndarray:
     return route
 
 
-def _metadata(events: list[Event], idx: np.ndarray) -> list[tuple]:
-    out = []
-    for i in idx.tolist():
-        e = events[i]
-        args = e.args or _NO_ARGS
-        out.append((e.name, e.pid, e.tid, args.name, args.labels))
-    return out
+def metadata_tuple(e: Event) -> tuple:
+    """``(name, pid, tid, args.name, args.labels)`` of an ``M`` event."""
+    args = e.args or _NO_ARGS
+    return (e.name, e.pid, e.tid, args.name, args.labels)
 
 
-def _args(sel: list[Event]) -> list[Args]:
-    return [e.args or _NO_ARGS for e in sel]
+_EVENT_FIELDS = ("ph", "cat", "name", "pid", "tid", "id")
 
 
-def _ids(values: list) -> np.ndarray:
-    return int_ids(values)
+class PyEvents:
+    """A chunk of msgspec-decoded events: the inputs of :meth:`ColumnSink.add_chunk`
+    (the compiled scanner's rows give the same through :class:`~.kineto_scan.ScannedEvents`)."""
+
+    def __init__(self, events: list[Event]) -> None:
+        self.events = events
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def event(self, i: int) -> Event:
+        return self.events[i]
+
+    def times(self, bounds: B.Bounds) -> tuple[np.ndarray, np.ndarray]:
+        return us_text_to_ns([e.ts for e in self.events], bounds)
+
+    def routes(self, ts_state: np.ndarray) -> np.ndarray:
+        return _routes(self.events, ts_state)
+
+    def durations(self, idx: np.ndarray, bounds: B.Bounds) -> tuple[np.ndarray, np.ndarray]:
+        return us_text_to_ns([self.events[i].dur for i in idx.tolist()], bounds)
+
+    def metadata(self, idx: np.ndarray) -> list[tuple]:
+        return [metadata_tuple(self.events[i]) for i in idx.tolist()]
+
+    def select(self, idx: np.ndarray) -> "_PySelection":
+        return _PySelection([self.events[i] for i in idx.tolist()])
 
 
-def _names(sel: list[Event]) -> pa.Array:
-    """Event names, dictionary-encoded per chunk (the canonical text type; the
-    chunks' dictionaries are unified once the table is whole)."""
-    return _strings([e.name for e in sel])
+class _PySelection:
+    """The fields of the events of one table (one list comprehension per field)."""
+
+    def __init__(self, sel: list[Event]) -> None:
+        self.sel = sel
+        self.args = [e.args or _NO_ARGS for e in sel]
+
+    def __len__(self) -> int:
+        return len(self.sel)
+
+    def ids(self, field: str) -> np.ndarray:
+        rows = self.sel if field in _EVENT_FIELDS else self.args
+        return int_ids([getattr(r, field) for r in rows])
+
+    def ids_or(self, field: str, fallback: str) -> np.ndarray:
+        """An ``args`` id, the event's ``fallback`` field where the args lack it."""
+        return int_ids([v if (v := getattr(a, field)) is not None else getattr(e, fallback)
+                        for a, e in zip(self.args, self.sel)])
+
+    def text(self, field: str) -> pa.Array:
+        return _strings([getattr(e, field) for e in self.sel])
+
+    def raw_text(self, field: str) -> pa.Array:
+        return _raw_text([getattr(a, field) for a in self.args])
+
+    def triple(self, key: str) -> list[np.ndarray]:
+        return _triples([getattr(a, key) for a in self.args])
+
+    def api_texts(self) -> dict[str, pa.Array]:
+        names = [e.name for e in self.sel]
+        api_names = [V.normalize_api_name(n) for n in names]
+        return {
+            "domain": _strings([V.api_domain(e.cat, n) for e, n in zip(self.sel, api_names)]),
+            "kind": _strings([V.api_kind(n) for n in api_names]),
+            "api_name": _strings(api_names),
+        }
 
 
 def _strings(values: list) -> pa.Array:
-    """A text column of one chunk, dictionary-encoded: names, kinds and categories repeat."""
+    """A text column of one chunk, dictionary-encoded: names, kinds and categories repeat.
+    (The chunks' dictionaries are unified once the table is whole.)"""
     return pa.array(values, type=pa.string()).dictionary_encode()
 
 
@@ -249,70 +318,69 @@ def _raw_text(raws: list) -> pa.Array:
     return (array.cast(pa.string()) if wide else array).dictionary_encode()
 
 
-def _host(sel, route, ts_ns, dur_ns) -> dict:
-    args = _args(sel)
+def _host(source, idx, route, ts_ns, dur_ns) -> dict:
+    sel = source.select(idx)
     kinds = _vocabulary(_HOST_KINDS).take(pa.array(route - V.HOST_PY))  # one Arrow take, no per-row Python
     return {
-        "pid": _ids([e.pid for e in sel]),
-        "tid": _ids([e.tid for e in sel]),
+        "pid": sel.ids("pid"),
+        "tid": sel.ids("tid"),
         "kind": kinds,
-        "name": _names(sel),
+        "name": sel.text("name"),
         "start_ns": ts_ns,
         "dur_ns": dur_ns,
-        "external_id": _ids([a.external_id for a in args]),
-        "python_id": _ids([a.python_id for a in args]),
-        "python_parent_id": _ids([a.python_parent_id for a in args]),
-        "sequence_nr": _ids([a.sequence_nr for a in args]),
-        "input_dims": _raw_text([a.input_dims for a in args]),
-        "input_types": _raw_text([a.input_types for a in args]),
-        "input_strides": _raw_text([a.input_strides for a in args]),
-        "concrete_inputs": _raw_text([a.concrete_inputs for a in args]),
+        "external_id": sel.ids("external_id"),
+        "python_id": sel.ids("python_id"),
+        "python_parent_id": sel.ids("python_parent_id"),
+        "sequence_nr": sel.ids("sequence_nr"),
+        "input_dims": sel.raw_text("input_dims"),
+        "input_types": sel.raw_text("input_types"),
+        "input_strides": sel.raw_text("input_strides"),
+        "concrete_inputs": sel.raw_text("concrete_inputs"),
     }
 
 
-def _api(sel, route, ts_ns, dur_ns) -> dict:
-    args = _args(sel)
-    names = [e.name for e in sel]
-    api_names = [V.normalize_api_name(n) for n in names]
+def _api(source, idx, route, ts_ns, dur_ns) -> dict:
+    sel = source.select(idx)
+    texts = sel.api_texts()
     return {
         "process": np.zeros(len(sel), dtype=np.int64),  # one correlation namespace per Kineto file
-        "pid": _ids([e.pid for e in sel]),
-        "tid": _ids([e.tid for e in sel]),
-        "domain": _strings([V.api_domain(e.cat, n) for e, n in zip(sel, api_names)]),
-        "kind": _strings([V.api_kind(n) for n in api_names]),
-        "name": _strings(names),
-        "api_name": _strings(api_names),
+        "pid": sel.ids("pid"),
+        "tid": sel.ids("tid"),
+        "domain": texts["domain"],
+        "kind": texts["kind"],
+        "name": sel.text("name"),
+        "api_name": texts["api_name"],
         "start_ns": ts_ns,
         "dur_ns": dur_ns,
-        "correlation": _ids([a.correlation for a in args]),
-        "external_id": _ids([a.external_id for a in args]),
-        "cbid": _ids([a.cbid for a in args]),
+        "correlation": sel.ids("correlation"),
+        "external_id": sel.ids("external_id"),
+        "cbid": sel.ids("cbid"),
     }
 
 
-def _device(sel, route, ts_ns, dur_ns) -> dict:
-    args = _args(sel)
+def _device(source, idx, route, ts_ns, dur_ns) -> dict:
+    sel = source.select(idx)
     kinds = _vocabulary(_DEVICE_KINDS).take(pa.array(route - V.DEV_KERNEL))
     cols = {
         "process": np.zeros(len(sel), dtype=np.int64),
         "kind": kinds,
-        "name": _names(sel),
+        "name": sel.text("name"),
         # GPU events carry pid = device, tid = stream; args say it explicitly when present
-        "device": _ids([a.device if a.device is not None else e.pid for a, e in zip(args, sel)]),
-        "stream": _ids([a.stream if a.stream is not None else e.tid for a, e in zip(args, sel)]),
-        "context": _ids([a.context for a in args]),
+        "device": sel.ids_or("device", "pid"),
+        "stream": sel.ids_or("stream", "tid"),
+        "context": sel.ids("context"),
         "start_ns": ts_ns,
         "dur_ns": dur_ns,
-        "correlation": _ids([a.correlation for a in args]),
-        "external_id": _ids([a.external_id for a in args]),
-        "registers": _ids([a.registers for a in args]),
-        "shared_mem_bytes": _ids([a.shared_memory for a in args]),
-        "bytes": _ids([a.bytes for a in args]),
-        "graph_id": _ids([a.graph_id for a in args]),
-        "graph_node_id": _ids([a.graph_node_id for a in args]),
+        "correlation": sel.ids("correlation"),
+        "external_id": sel.ids("external_id"),
+        "registers": sel.ids("registers"),
+        "shared_mem_bytes": sel.ids("shared_memory"),
+        "bytes": sel.ids("bytes"),
+        "graph_id": sel.ids("graph_id"),
+        "graph_node_id": sel.ids("graph_node_id"),
     }
     for key in ("grid", "block"):
-        axes = _triples([getattr(a, key) for a in args])
+        axes = sel.triple(key)
         for axis, suffix in enumerate("xyz"):
             cols[f"{key}_{suffix}"] = axes[axis]
     return cols
@@ -328,7 +396,7 @@ def _triples(values: list) -> list[np.ndarray]:
     except (TypeError, ValueError, OverflowError):
         pass
     triples = [_triple(v) for v in values]
-    return [_ids([t[axis] for t in triples]) for axis in range(3)]
+    return [int_ids([t[axis] for t in triples]) for axis in range(3)]
 
 
 def _triple(value) -> tuple:
@@ -337,27 +405,28 @@ def _triple(value) -> tuple:
     return (None, None, None)
 
 
-def _ranges(sel, route, ts_ns, dur_ns) -> dict:
-    args = _args(sel)
+def _ranges(source, idx, route, ts_ns, dur_ns) -> dict:
+    sel = source.select(idx)
     return {
         "source": _strings(["gpu_annotation"] * len(sel)),
-        "name": _names(sel),
-        "pid": _ids([e.pid for e in sel]),  # device id
-        "tid": _ids([e.tid for e in sel]),  # stream
+        "name": sel.text("name"),
+        "pid": sel.ids("pid"),  # device id
+        "tid": sel.ids("tid"),  # stream
         "start_ns": ts_ns,
         "dur_ns": dur_ns,
-        "external_id": _ids([a.external_id for a in args]),
+        "external_id": sel.ids("external_id"),
         "domain": pa.nulls(len(sel), type=TEXT),
     }
 
 
-def _flows(sel, route, ts_ns, dur_ns) -> dict:
+def _flows(source, idx, route, ts_ns, dur_ns) -> dict:
+    sel = source.select(idx)
     return {
-        "flow_id": _ids([e.id for e in sel]),
-        "category": _strings([e.cat for e in sel]),
-        "phase": _strings([e.ph for e in sel]),
-        "pid": _ids([e.pid for e in sel]),
-        "tid": _ids([e.tid for e in sel]),
+        "flow_id": sel.ids("id"),
+        "category": sel.text("cat"),
+        "phase": sel.text("ph"),
+        "pid": sel.ids("pid"),
+        "tid": sel.ids("tid"),
         "ts_ns": ts_ns,
     }
 

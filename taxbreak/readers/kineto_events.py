@@ -22,6 +22,8 @@ from typing import Any, Iterator
 import msgspec
 import numpy as np
 
+from .kineto_scan import ScannedEvents, scan
+
 CHUNK_BYTES = 2 << 20
 _CUT = re.compile(rb"\}\s*,\s*\{")
 _EVENT_END = re.compile(rb"\}\s*[,\]]")
@@ -158,7 +160,21 @@ def _next_cut(array: memoryview, target: int, body_end: int) -> tuple[int, int]:
     return body_end, body_end
 
 
-def decode_chunk(chunk: bytes, first: int) -> tuple[list[Event], list[tuple[int, str]]]:
+def decode_chunk(chunk: bytes, first: int) -> tuple["list[Event] | ScannedEvents", list[tuple[int, str]]]:
+    """One ``[...]`` chunk: read by the compiled scanner when it can (:mod:`kineto_scan`),
+    else decoded into typed Structs (:func:`decode_structs`)."""
+    scanned = scan(chunk)
+    if scanned is not None:
+        return scanned, []
+    return decode_structs(chunk, first)
+
+
+def decode_event(raw: bytes) -> Event:
+    """One event's JSON text as a typed Struct."""
+    return _EVENT.decode(raw)
+
+
+def decode_structs(chunk: bytes, first: int) -> tuple[list[Event], list[tuple[int, str]]]:
     """Typed decode of one ``[...]`` chunk; per-event fallback when a type is wrong."""
     try:
         with gc_paused():

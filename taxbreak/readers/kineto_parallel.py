@@ -64,6 +64,7 @@ class ChunkColumns:
     metadata: list[tuple]
     min_ts_ns: int | None
     max_ts_ns: int | None
+    chunks_by: dict[str, int]  # read by the compiled scanner / by msgspec
 
 
 def helpers_for(path: Path, requested: int | None = None) -> int:
@@ -125,7 +126,7 @@ def decode_columns(chunk: bytes) -> ChunkColumns:
     diags = [(d.code, d.count, d.example) for d in sink.diagnostics.items.values()]
     parts = {table: dict(cols) for table, cols in sink.parts.items() if cols}
     return ChunkColumns(len(events) + len(bad), parts, dict(sink.counts), diags, sink.metadata,
-                        sink.min_ts_ns, sink.max_ts_ns)
+                        sink.min_ts_ns, sink.max_ts_ns, dict(sink.chunks_by))
 
 
 def absorb(sink: ColumnSink, chunk: ChunkColumns, first: int) -> None:
@@ -141,6 +142,8 @@ def absorb(sink: ColumnSink, chunk: ChunkColumns, first: int) -> None:
     for key, value in chunk.counts.items():
         sink.counts[key] += value
     sink.metadata.extend(chunk.metadata)
+    for key, value in chunk.chunks_by.items():
+        sink.chunks_by[key] += value
     if chunk.min_ts_ns is not None:
         low, high = chunk.min_ts_ns, chunk.max_ts_ns
         sink.min_ts_ns = low if sink.min_ts_ns is None else min(sink.min_ts_ns, low)

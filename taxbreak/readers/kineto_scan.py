@@ -1,0 +1,243 @@
+"""Columns of a chunk of Kineto events read by the compiled scanner (``_kineto_scan.c``).
+
+The scanner reads one ``[...]`` chunk in a single pass and writes the fields
+the reader uses as fixed-width int64 rows: exact ns of ``ts``/``dur`` (from
+the decimal µs text, never through float64), ids, dictionary codes of
+``ph``/``cat``/``name`` and the byte spans of the raw ``args`` shapes. It
+answers ``None`` for a chunk outside its fast subset (invalid JSON, escapes in
+names or keys, duplicate keys, deep nesting, wrong types, numbers it would
+have to round), and :func:`scan` then hands the chunk to msgspec as before.
+
+:class:`ScannedEvents` gives :class:`~.kineto_columns.ColumnSink` the same
+inputs as decoded Structs (:class:`~.kineto_columns.PyEvents`), so routing,
+drops and diagnostics follow one set of rules. Values the scanner only marks
+(a string ``pid``, a float id, an exponent in ``ts``) are read by the Python
+rules: when such an event lands in a table the whole chunk is decoded by
+msgspec instead (:meth:`ScannedEvents.needs_python`). Events whose example
+text or metadata is needed (drops, ``M`` events: a few per trace) are decoded
+one by one from their byte span.
+
+``$TAXBREAK_NO_EXT=1`` (or a build without a compiler) leaves the reader on
+the pure-Python path, which gives the same tables.
+"""
+from __future__ import annotations
+
+import os
+from functools import cached_property
+
+import numpy as np
+import pyarrow as pa
+
+from ..trace.schema import TEXT
+from . import bounds as B
+from . import kineto_vocab as V
+from .kineto_text import MISSING, OK
+
+ENV_NO_EXT = "TAXBREAK_NO_EXT"
+
+
+def _load_extension():
+    """The compiled scanner, or None (not built, or turned off by ``$TAXBREAK_NO_EXT``)."""
+    if os.environ.get(ENV_NO_EXT, "").strip() not in ("", "0"):
+        return None
+    try:
+        from . import _kineto_scan
+    except ImportError:
+        return None
+    return _kineto_scan
+
+
+_EXT = _load_extension()
+
+
+def reader_name() -> str:
+    """``kineto-c`` when the compiled scanner reads the chunks, ``kineto-py`` otherwise."""
+    return "kineto-c" if _EXT is not None else "kineto-py"
+
+
+# int64 columns of one scanner row, in the order of _kineto_scan.c's enum
+COLUMNS = (
+    "start", "end", "ph", "cat", "name", "pid", "tid", "id", "ts", "dur",
+    "external_id", "correlation", "cbid", "python_id", "python_parent_id", "sequence_nr",
+    "device", "context", "stream", "registers", "shared_memory", "bytes", "graph_id", "graph_node_id",
+    "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z",
+    "raw0_start", "raw1_start", "raw2_start", "raw3_start", "raw0_len", "raw1_len", "raw2_len", "raw3_len",
+    "flags",
+)
+_COL = {name: k for k, name in enumerate(COLUMNS)}
+RAW_FIELDS = ("input_dims", "input_types", "input_strides", "concrete_inputs")  # raw0..raw3
+TS_MISSING, TS_ODD, DUR_MISSING, DUR_ODD, F_ODD, F_HAS_DEVICE, F_HAS_STREAM = 1, 2, 4, 8, 16, 32, 64
+
+
+def scan(chunk: bytes) -> "ScannedEvents | None":
+    """The scanned chunk, or None when the extension is off or the chunk is outside its subset."""
+    if _EXT is None:
+        return None
+    bounds = B.current()
+    # the scanner accepts less nesting than the Python path allows, never more
+    found = _EXT.scan_chunk(chunk, bounds.number_chars, max(bounds.depth - 2, 0))
+    if found is None:
+        return None
+    n, rows, strings = found
+    return ScannedEvents(chunk, np.frombuffer(rows, dtype=np.int64).reshape(n, len(COLUMNS)), strings)
+
+
+class ScannedEvents:
+    """One scanned chunk: the rows, the interned strings and the chunk's bytes."""
+
+    def __init__(self, chunk: bytes, rows: np.ndarray, strings: list[str]) -> None:
+        if _EXT is not None and len(COLUMNS) != _EXT.N_COLS:
+            raise RuntimeError("the compiled scanner does not match kineto_scan.COLUMNS; rebuild it")
+        self.chunk = chunk
+        self.rows = rows
+        self.strings = strings
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def col(self, name: str, idx: np.ndarray | None = None) -> np.ndarray:
+        column = self.rows[:, _COL[name]]
+        return np.ascontiguousarray(column) if idx is None else column[idx]
+
+    @cached_property
+    def flags(self) -> np.ndarray:
+        return self.col("flags")
+
+    @cached_property
+    def _texts(self) -> pa.Array:
+        """The interned strings and a last null (code -1: the field was absent or null)."""
+        return pa.array(self.strings + [None], type=pa.string())
+
+    def _codes(self, name: str, idx: np.ndarray | None = None) -> np.ndarray:
+        codes = self.col(name, idx)
+        return np.where(codes < 0, len(self.strings), codes)
+
+    # -- the inputs of ColumnSink.add_chunk --------------------------------------------
+
+    def decode(self):
+        """The Python rules' decode of the same chunk (msgspec Structs)."""
+        from .kineto_events import decode_structs
+        return decode_structs(self.chunk, 0)[0]
+
+    def event(self, i: int):
+        """Event ``i`` decoded by msgspec (example texts, metadata)."""
+        from .kineto_events import decode_event
+        start, end = self.rows[i, _COL["start"]], self.rows[i, _COL["end"]]
+        return decode_event(self.chunk[start:end])
+
+    def times(self, bounds: B.Bounds) -> tuple[np.ndarray, np.ndarray]:
+        state = np.where(self.flags & TS_MISSING, MISSING, OK).astype(np.uint8)
+        return self.col("ts"), state
+
+    def routes(self, ts_state: np.ndarray) -> np.ndarray:
+        """Route codes by the rules of kineto_columns._routes, one lookup per distinct string."""
+        texts = self.strings + [None]
+        is_x = np.array([s == "X" for s in texts])
+        cat_route = np.array([V.COMPLETE_ROUTES.get(s, V.UNKNOWN_CAT) for s in texts], dtype=np.int8)
+        own_cat = np.array([s == V.OWN_CATEGORY for s in texts])
+        phase_route = np.array([V.PHASE_ROUTES.get(s, V.UNSUPPORTED_PH) for s in texts[:-1]] + [V.MISSING_FIELD],
+                               dtype=np.int8)
+        ph, cat = self._codes("ph"), self._codes("cat")
+        route = np.where(is_x[ph], cat_route[cat], np.where(own_cat[cat], np.int8(V.OWN), phase_route[ph]))
+        route = route.astype(np.int8)
+        route[self.col("name") < 0] = V.MISSING_FIELD
+        needs_ts = (route != V.META) & (route != V.OWN)
+        route[needs_ts & (ts_state == MISSING)] = V.MISSING_FIELD
+        return route
+
+    def needs_python(self, route: np.ndarray) -> bool:
+        """True when an event the tables use holds a value only the Python rules read."""
+        flags = self.flags
+        needs_ts = (route != V.META) & (route != V.OWN)
+        return bool(((flags & TS_ODD).astype(bool) & needs_ts).any()
+                    or ((flags & DUR_ODD).astype(bool) & (route <= V.RANGE)).any()
+                    or ((flags & F_ODD).astype(bool) & (route <= V.FLOW)).any())
+
+    def durations(self, idx: np.ndarray, bounds: B.Bounds) -> tuple[np.ndarray, np.ndarray]:
+        state = np.where(self.flags[idx] & DUR_MISSING, MISSING, OK).astype(np.uint8)
+        return self.col("dur", idx), state
+
+    def metadata(self, idx: np.ndarray) -> list[tuple]:
+        from .kineto_columns import metadata_tuple
+        return [metadata_tuple(self.event(i)) for i in idx.tolist()]
+
+    # -- table columns -------------------------------------------------------------------
+
+    def text(self, name: str, idx: np.ndarray) -> pa.Array:
+        """``ph``/``cat``/``name`` of the rows at ``idx``, dictionary-encoded as the Python path encodes them."""
+        return self._texts.take(pa.array(self._codes(name, idx))).dictionary_encode()
+
+    def mapped_text(self, fn, codes: np.ndarray) -> pa.Array:
+        """``fn`` of each distinct code's string, spread over the rows (``codes`` already non-negative)."""
+        uniq, inverse = np.unique(codes, return_inverse=True)
+        texts = self.strings + [None]
+        values = pa.array([fn(texts[c]) for c in uniq.tolist()], type=pa.string())
+        return values.take(pa.array(inverse.reshape(-1))).dictionary_encode()
+
+    def api_texts(self, idx: np.ndarray) -> dict[str, pa.Array]:
+        """``domain``, ``kind``, ``api_name`` of API rows: classified once per distinct name (and category)."""
+        names, cats = self._codes("name", idx), self._codes("cat", idx)
+        texts = self.strings + [None]
+        width = len(texts)
+        pair = cats * width + names
+        api_name = self.mapped_text(V.normalize_api_name, names)
+        uniq, inverse = np.unique(pair, return_inverse=True)
+        values = [V.api_domain(texts[p // width], V.normalize_api_name(texts[p % width])) for p in uniq.tolist()]
+        domain = pa.array(values, type=pa.string()).take(pa.array(inverse.reshape(-1))).dictionary_encode()
+        kind = self.mapped_text(lambda n: V.api_kind(V.normalize_api_name(n)), names)
+        return {"domain": domain, "kind": kind, "api_name": api_name}
+
+    def raw_text(self, k: int, idx: np.ndarray) -> pa.Array:
+        """Raw JSON text of ``args`` shape ``k`` (kineto_columns._raw_text's result, built from byte spans)."""
+        starts = self.col(f"raw{k}_start", idx)
+        lengths = self.col(f"raw{k}_len", idx)
+        if not lengths.any():
+            return pa.nulls(len(idx), type=TEXT)
+        offsets = np.zeros(len(idx) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        # byte j of value i lies at starts[i] + j: one gather for the whole column
+        picks = np.repeat(starts - offsets[:-1], lengths) + np.arange(offsets[-1])
+        data = np.frombuffer(self.chunk, dtype=np.uint8)[picks]
+        wide = offsets[-1] > np.iinfo(np.int32).max
+        offsets = offsets if wide else offsets.astype(np.int32)
+        valid = np.packbits(lengths > 0, bitorder="little")
+        array = (pa.LargeStringArray if wide else pa.StringArray).from_buffers(
+            len(idx), pa.py_buffer(offsets), pa.py_buffer(data), pa.py_buffer(valid))
+        return (array.cast(pa.string()) if wide else array).dictionary_encode()
+
+    def select(self, idx: np.ndarray) -> "_ScannedSelection":
+        return _ScannedSelection(self, idx)
+
+
+_HAS = {"device": F_HAS_DEVICE, "stream": F_HAS_STREAM}
+
+
+class _ScannedSelection:
+    """The fields of the scanned events of one table (column slices, no per-event Python)."""
+
+    def __init__(self, scanned: ScannedEvents, idx: np.ndarray) -> None:
+        self.scanned = scanned
+        self.idx = idx
+
+    def __len__(self) -> int:
+        return len(self.idx)
+
+    def ids(self, field: str) -> np.ndarray:
+        return self.scanned.col(field, self.idx)
+
+    def ids_or(self, field: str, fallback: str) -> np.ndarray:
+        """An ``args`` id, the event's ``fallback`` field where the args lack it."""
+        present = (self.scanned.flags[self.idx] & _HAS[field]).astype(bool)
+        return np.where(present, self.ids(field), self.ids(fallback))
+
+    def text(self, field: str) -> pa.Array:
+        return self.scanned.text(field, self.idx)
+
+    def raw_text(self, field: str) -> pa.Array:
+        return self.scanned.raw_text(RAW_FIELDS.index(field), self.idx)
+
+    def triple(self, key: str) -> list[np.ndarray]:
+        return [self.ids(f"{key}_{axis}") for axis in "xyz"]
+
+    def api_texts(self) -> dict[str, pa.Array]:
+        return self.scanned.api_texts(self.idx)
