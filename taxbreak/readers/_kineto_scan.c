@@ -18,14 +18,14 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Row layout: int64 columns, kept in step with kineto_scan.py (COLUMNS). */
+/* Row layout: int64 columns, kept in step with kineto_scan.py (COLUMNS). Rows are
+ * built one event at a time and handed back column by column. */
 enum {
     C_START, C_END, C_PH, C_CAT, C_NAME, C_PID, C_TID, C_ID, C_TS, C_DUR,
     C_EXTERNAL_ID, C_CORRELATION, C_CBID, C_PYTHON_ID, C_PYTHON_PARENT_ID, C_SEQUENCE_NR,
     C_DEVICE, C_CONTEXT, C_STREAM, C_REGISTERS, C_SHARED_MEMORY, C_BYTES, C_GRAPH_ID, C_GRAPH_NODE_ID,
     C_GRID_X, C_GRID_Y, C_GRID_Z, C_BLOCK_X, C_BLOCK_Y, C_BLOCK_Z,
-    C_RAW0_START, C_RAW1_START, C_RAW2_START, C_RAW3_START,
-    C_RAW0_LEN, C_RAW1_LEN, C_RAW2_LEN, C_RAW3_LEN,
+    C_RAW0, C_RAW1, C_RAW2, C_RAW3,   /* codes of the raw JSON text of the args shapes, -1 absent */
     C_FLAGS, N_COLS
 };
 
@@ -56,8 +56,12 @@ typedef struct {
 } Intern;
 
 static uint64_t hash_bytes(const uint8_t *s, Py_ssize_t len) {
-    uint64_t h = 1469598103934665603ULL;
-    for (Py_ssize_t k = 0; k < len; k++) { h ^= s[k]; h *= 1099511628211ULL; }
+    /* the length and at most 24 bytes from each end: long kernel names differ there,
+     * and equal hashes are told apart by memcmp */
+    uint64_t h = 1469598103934665603ULL ^ (uint64_t)len;
+    Py_ssize_t head = len < 48 ? len : 24;
+    for (Py_ssize_t k = 0; k < head; k++) { h ^= s[k]; h *= 1099511628211ULL; }
+    for (Py_ssize_t k = head > len - 24 ? head : len - 24; k < len; k++) { h ^= s[k]; h *= 1099511628211ULL; }
     return h;
 }
 
@@ -134,7 +138,7 @@ static int hexval(int c) {
     return -1;
 }
 
-/* Length of the valid UTF-8 sequence starting at b[i] (lead byte >= 0x80), or FLAG. */
+/* Length of the valid UTF-8 sequence starting at b[i] (a lead byte of 0x80 or more), or FLAG. */
 static int utf8_seq(const Scan *p, Py_ssize_t i) {
     const uint8_t *b = p->b;
     uint8_t c = b[i];
@@ -156,12 +160,21 @@ static int utf8_seq(const Scan *p, Py_ssize_t i) {
     return need + 1;
 }
 
-/* A JSON string at p->i; its content span in *off/*len; *escaped when it holds a backslash. */
+/* Bytes that end nothing inside a string: printable ASCII but '"' and '\\'. */
+static uint8_t PLAIN[256];
+
+static void init_plain(void) {
+    for (int c = 0x20; c < 0x80; c++) PLAIN[c] = c != '"' && c != '\\';
+}
+
+/* A JSON string at p->i; its content span in off and len; escaped is set when it holds a backslash. */
 static int scan_string(Scan *p, Py_ssize_t *off, Py_ssize_t *len, int *escaped) {
     if (peek(p) != '"') return FLAG;
     Py_ssize_t i = p->i + 1;
     int esc = 0;
     while (i < p->n) {
+        while (i < p->n && PLAIN[p->b[i]]) i++;  /* the common bytes in one tight loop */
+        if (i >= p->n) break;
         uint8_t c = p->b[i];
         if (c == '"') {
             *off = p->i + 1;
@@ -427,9 +440,12 @@ static int scan_triple(Scan *p, int depth, int64_t *xyz, int64_t *flags) {
     return 0;
 }
 
-static int key_is(const Scan *p, Py_ssize_t off, Py_ssize_t len, const char *word) {
-    size_t wl = strlen(word);
-    return (size_t)len == wl && memcmp(p->b + off, word, wl) == 0;
+static inline int key_is(const Scan *p, Py_ssize_t off, Py_ssize_t len, const char *word) {
+    /* the length first: most keys differ in it, and no strlen runs past a short key */
+    Py_ssize_t k = 0;
+    for (; k < len; k++)
+        if (word[k] == 0 || word[k] != (char)p->b[off + k]) return 0;
+    return word[k] == 0;
 }
 
 static const char *ID_ARGS[] = {
@@ -439,7 +455,7 @@ static const char *ID_ARGS[] = {
 #define N_ID_ARGS 14
 static const char *RAW_ARGS[] = {"Input Dims", "Input type", "Input Strides", "Concrete Inputs"};
 
-static int scan_args(Scan *p, int depth, int64_t *row) {
+static int scan_args(Scan *p, int depth, Intern *strings, int64_t *row) {
     uint32_t seen = 0;
     Py_ssize_t off, len;
     int esc;
@@ -479,8 +495,8 @@ static int scan_args(Scan *p, int depth, int64_t *row) {
             skip_ws(p);
             Py_ssize_t start = p->i;
             if (skip_value(p, depth + 1, 0) < 0) return FLAG;
-            row[C_RAW0_START + k] = start;
-            row[C_RAW0_LEN + k] = p->i - start;
+            row[C_RAW0 + k] = intern(strings, p->b, start, p->i - start);
+            if (row[C_RAW0 + k] < 0) return FLAG;
         }
         if (!matched) {
             /* "name" / "labels" are read by msgspec as Any (metadata events): strict numbers */
@@ -525,7 +541,7 @@ static int scan_member(Scan *p, int key, Intern *strings, int64_t *row) {
     case K_ID: return scan_id(p, 2, &row[C_ID], &row[C_FLAGS]) < 0 ? FLAG : 0;
     case K_TS: return scan_time(p, 2, &row[C_TS], &row[C_FLAGS], TS_MISSING, TS_ODD);
     case K_DUR: return scan_time(p, 2, &row[C_DUR], &row[C_FLAGS], DUR_MISSING, DUR_ODD);
-    default: return scan_args(p, 2, row);
+    default: return scan_args(p, 2, strings, row);
     }
 }
 
@@ -533,7 +549,6 @@ static void init_row(int64_t *row) {
     for (int k = 0; k < N_COLS; k++) row[k] = -1;
     row[C_TS] = row[C_DUR] = 0;
     row[C_FLAGS] = TS_MISSING | DUR_MISSING;  /* cleared when the key is seen */
-    for (int k = 0; k < 4; k++) { row[C_RAW0_START + k] = 0; row[C_RAW0_LEN + k] = 0; }
 }
 
 static int scan_event(Scan *p, Intern *strings, int64_t *row) {
@@ -626,12 +641,14 @@ static PyObject *build_result(Scan *p, Intern *strings, Rows *rows) {
         }
         PyList_SET_ITEM(texts, c, s);
     }
-    PyObject *table = PyBytes_FromStringAndSize((const char *)rows->rows,
-                                                rows->n * N_COLS * (Py_ssize_t)sizeof(int64_t));
+    PyObject *table = PyBytes_FromStringAndSize(NULL, rows->n * N_COLS * (Py_ssize_t)sizeof(int64_t));
     if (!table) {
         Py_DECREF(texts);
         return NULL;
     }
+    int64_t *cols = (int64_t *)PyBytes_AS_STRING(table);  /* column-major: column k at k * n */
+    for (Py_ssize_t r = 0; r < rows->n; r++)
+        for (int k = 0; k < N_COLS; k++) cols[k * rows->n + r] = rows->rows[r * N_COLS + k];
     PyObject *out = Py_BuildValue("(nNN)", rows->n, table, texts);
     return out;
 }
@@ -670,6 +687,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kineto_scan", NULL, -1, methods};
 
 PyMODINIT_FUNC PyInit__kineto_scan(void) {
+    init_plain();
     PyObject *m = PyModule_Create(&module);
     if (m && PyModule_AddIntConstant(m, "N_COLS", N_COLS) < 0) {
         Py_DECREF(m);

@@ -61,11 +61,10 @@ COLUMNS = (
     "external_id", "correlation", "cbid", "python_id", "python_parent_id", "sequence_nr",
     "device", "context", "stream", "registers", "shared_memory", "bytes", "graph_id", "graph_node_id",
     "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z",
-    "raw0_start", "raw1_start", "raw2_start", "raw3_start", "raw0_len", "raw1_len", "raw2_len", "raw3_len",
+    "input_dims", "input_types", "input_strides", "concrete_inputs",  # codes of the raw args text
     "flags",
 )
 _COL = {name: k for k, name in enumerate(COLUMNS)}
-RAW_FIELDS = ("input_dims", "input_types", "input_strides", "concrete_inputs")  # raw0..raw3
 TS_MISSING, TS_ODD, DUR_MISSING, DUR_ODD, F_ODD, F_HAS_DEVICE, F_HAS_STREAM = 1, 2, 4, 8, 16, 32, 64
 
 
@@ -79,7 +78,7 @@ def scan(chunk: bytes) -> "ScannedEvents | None":
     if found is None:
         return None
     n, rows, strings = found
-    return ScannedEvents(chunk, np.frombuffer(rows, dtype=np.int64).reshape(n, len(COLUMNS)), strings)
+    return ScannedEvents(chunk, np.frombuffer(rows, dtype=np.int64).reshape(len(COLUMNS), n), strings)
 
 
 class ScannedEvents:
@@ -93,11 +92,12 @@ class ScannedEvents:
         self.strings = strings
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return self.rows.shape[1]
 
     def col(self, name: str, idx: np.ndarray | None = None) -> np.ndarray:
-        column = self.rows[:, _COL[name]]
-        return np.ascontiguousarray(column) if idx is None else column[idx]
+        """A fresh int64 column (the rows buffer is read-only): all rows, or those at ``idx``."""
+        column = self.rows[_COL[name]]
+        return column.copy() if idx is None else column[idx]
 
     @cached_property
     def flags(self) -> np.ndarray:
@@ -122,7 +122,7 @@ class ScannedEvents:
     def event(self, i: int):
         """Event ``i`` decoded by msgspec (example texts, metadata)."""
         from .kineto_events import decode_event
-        start, end = self.rows[i, _COL["start"]], self.rows[i, _COL["end"]]
+        start, end = self.rows[_COL["start"], i], self.rows[_COL["end"], i]
         return decode_event(self.chunk[start:end])
 
     def times(self, bounds: B.Bounds) -> tuple[np.ndarray, np.ndarray]:
@@ -164,8 +164,18 @@ class ScannedEvents:
     # -- table columns -------------------------------------------------------------------
 
     def text(self, name: str, idx: np.ndarray) -> pa.Array:
-        """``ph``/``cat``/``name`` of the rows at ``idx``, dictionary-encoded as the Python path encodes them."""
-        return self._texts.take(pa.array(self._codes(name, idx))).dictionary_encode()
+        """Interned strings of the rows at ``idx`` (``ph``/``cat``/``name`` or an args shape's raw
+        text) as the Python path's ``dictionary_encode()`` gives them: the dictionary in order of
+        first appearance, null where absent. Equal codes are equal bytes, so no string is hashed again."""
+        codes = self.col(name, idx)
+        absent = codes < 0
+        uniq, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+        keep = uniq >= 0
+        order = np.argsort(first[keep], kind="stable")
+        rank = np.zeros(len(uniq), dtype=np.int32)
+        rank[np.flatnonzero(keep)[order]] = np.arange(len(order), dtype=np.int32)
+        indices = pa.array(rank[inverse.reshape(-1)], mask=absent if absent.any() else None)
+        return pa.DictionaryArray.from_arrays(indices, self._texts.take(pa.array(uniq[keep][order])))
 
     def mapped_text(self, fn, codes: np.ndarray) -> pa.Array:
         """``fn`` of each distinct code's string, spread over the rows (``codes`` already non-negative)."""
@@ -187,23 +197,11 @@ class ScannedEvents:
         kind = self.mapped_text(lambda n: V.api_kind(V.normalize_api_name(n)), names)
         return {"domain": domain, "kind": kind, "api_name": api_name}
 
-    def raw_text(self, k: int, idx: np.ndarray) -> pa.Array:
-        """Raw JSON text of ``args`` shape ``k`` (kineto_columns._raw_text's result, built from byte spans)."""
-        starts = self.col(f"raw{k}_start", idx)
-        lengths = self.col(f"raw{k}_len", idx)
-        if not lengths.any():
+    def raw_text(self, name: str, idx: np.ndarray) -> pa.Array:
+        """Raw JSON text of an ``args`` shape (kineto_columns._raw_text's result): null where absent."""
+        if not (self.col(name, idx) >= 0).any():
             return pa.nulls(len(idx), type=TEXT)
-        offsets = np.zeros(len(idx) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        # byte j of value i lies at starts[i] + j: one gather for the whole column
-        picks = np.repeat(starts - offsets[:-1], lengths) + np.arange(offsets[-1])
-        data = np.frombuffer(self.chunk, dtype=np.uint8)[picks]
-        wide = offsets[-1] > np.iinfo(np.int32).max
-        offsets = offsets if wide else offsets.astype(np.int32)
-        valid = np.packbits(lengths > 0, bitorder="little")
-        array = (pa.LargeStringArray if wide else pa.StringArray).from_buffers(
-            len(idx), pa.py_buffer(offsets), pa.py_buffer(data), pa.py_buffer(valid))
-        return (array.cast(pa.string()) if wide else array).dictionary_encode()
+        return self.text(name, idx)
 
     def select(self, idx: np.ndarray) -> "_ScannedSelection":
         return _ScannedSelection(self, idx)
@@ -234,7 +232,7 @@ class _ScannedSelection:
         return self.scanned.text(field, self.idx)
 
     def raw_text(self, field: str) -> pa.Array:
-        return self.scanned.raw_text(RAW_FIELDS.index(field), self.idx)
+        return self.scanned.raw_text(field, self.idx)
 
     def triple(self, key: str) -> list[np.ndarray]:
         return [self.ids(f"{key}_{axis}") for axis in "xyz"]
