@@ -23,7 +23,9 @@ the pure-Python path, which gives the same tables.
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from functools import cached_property
+from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -47,12 +49,26 @@ def _load_extension():
     return _kineto_scan
 
 
-_EXT = _load_extension()
+_BUILT = _load_extension()
+_EXT = _BUILT
 
 
-def reader_name() -> str:
-    """``kineto-c`` when the compiled scanner reads the chunks, ``kineto-py`` otherwise."""
-    return "kineto-c" if _EXT is not None else "kineto-py"
+def available() -> bool:
+    """True when the compiled scanner is built and not turned off."""
+    return _BUILT is not None
+
+
+@contextmanager
+def scanner(enabled: bool) -> Iterator[None]:
+    """Read with (``True``, when built) or without the compiled scanner inside the block:
+    the differential tests compare the two paths in one process."""
+    global _EXT
+    before = _EXT
+    _EXT = _BUILT if enabled else None
+    try:
+        yield
+    finally:
+        _EXT = before
 
 
 # int64 columns of one scanner row, in the order of _kineto_scan.c's enum
