@@ -132,7 +132,7 @@ def main() -> None:
             runner.variants(chunk, rng)
     kineto = [m for m in MUTATORS if m.fmt == "kineto"]
     cases = 0
-    while time.monotonic() - started < args.seconds:
+    while cases < len(kineto) or time.monotonic() - started < args.seconds:  # every class at least once
         mutator = kineto[cases % len(kineto)]
         text = mutator.fn(rng, doc)
         if mutator.suffix.endswith(".gz"):
