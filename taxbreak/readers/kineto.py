@@ -39,6 +39,7 @@ from .kineto_events import (CHUNK_BYTES, ChunkTooLong, InvalidUtf8, chunk_indice
                             gc_paused, iter_chunks)
 from .kineto_io import read_trace_bytes
 from .kineto_keys import DuplicateKey, duplicate_key_error, object_members
+from .kineto_scan import reader_name
 from .kineto_parallel import ChunkHelper, ParallelFallback, decode_in_parallel, helpers_for
 from .kineto_stream import EventStream, StreamFallback, iter_blocks
 
@@ -408,8 +409,11 @@ def _meta(top: _Top, sink: ColumnSink, path: Path, diags: Diagnostics) -> TraceM
     )
     if top.distributedInfo is not None:
         meta.extra["distributedInfo"] = top.distributedInfo
-    # which reader read the events: the compiled scanner (kineto_scan) for at least one chunk, or msgspec only
-    meta.extra["reader"] = "kineto-c" if sink.chunks_by.get("scanner") else "kineto-py"
+    # the compiled scanner on (kineto_scan; chunks outside its subset still take msgspec) or off; which
+    # chunks took which path depends on where they were cut, so only the debug log says it
+    meta.extra["reader"] = reader_name()
+    log.debug("%s: %d chunks read by the compiled scanner, %d by msgspec", path,
+              sink.chunks_by.get("scanner", 0), sink.chunks_by.get("python", 0))
     _names_from_metadata(meta, sink.metadata)
     return meta
 

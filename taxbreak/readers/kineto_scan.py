@@ -58,6 +58,11 @@ def available() -> bool:
     return _BUILT is not None
 
 
+def reader_name() -> str:
+    """``kineto-c`` while the compiled scanner is on, ``kineto-py`` without it (``TraceMeta.extra["reader"]``)."""
+    return "kineto-c" if _EXT is not None else "kineto-py"
+
+
 @contextmanager
 def scanner(enabled: bool) -> Iterator[None]:
     """Read with (``True``, when built) or without the compiled scanner inside the block:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import random
 import sys
@@ -48,17 +49,38 @@ def test_the_scanner_is_built_in_ci():
         assert kineto_scan.available()
 
 
+class _ChunkCounts(logging.Handler):
+    """The reader's debug line: how many chunks the scanner read and how many msgspec decoded."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.counts = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "chunks read by the compiled scanner" in record.msg:
+            self.counts = record.args[1:]
+
+
 def outcome(path: Path, enabled: bool, workers: int = 0):
-    """What reading ``path`` gives: the tables, metadata and diagnostics, or the typed error."""
-    with kineto_scan.scanner(enabled):
-        try:
+    """What reading ``path`` gives: the tables, metadata and diagnostics, or the typed error;
+    ``reader`` is "kineto-c" when the scanner read at least one chunk itself."""
+    logger = logging.getLogger("taxbreak.readers.kineto")
+    handler, level = _ChunkCounts(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        with kineto_scan.scanner(enabled):
             tables = read_kineto(path, parse_workers=workers)
-        except TaxbreakError as err:
-            return {"error": (err.code, str(err), getattr(err, "hint", None), getattr(err, "location", None))}
+    except TaxbreakError as err:
+        return {"error": (err.code, str(err), getattr(err, "hint", None), getattr(err, "location", None))}
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
     meta = dataclasses.asdict(tables.meta)
-    reader = meta["extra"].pop("reader")
+    assert meta["extra"].pop("reader") == ("kineto-c" if enabled and kineto_scan.available() else "kineto-py")
+    scanned = handler.counts is not None and handler.counts[0] > 0
     return {"tables": {name: getattr(tables, name) for name in TABLE_NAMES}, "meta": meta,
-            "diagnostics": tables.diagnostics.as_dict(), "reader": reader}
+            "diagnostics": tables.diagnostics.as_dict(), "reader": "kineto-c" if scanned else "kineto-py"}
 
 
 def assert_same(path: Path, workers: int = 0) -> str:
