@@ -198,25 +198,18 @@ class ScannedEvents:
         indices = pa.array(rank[inverse.reshape(-1)], mask=absent if absent.any() else None)
         return pa.DictionaryArray.from_arrays(indices, self._texts.take(pa.array(uniq[keep][order])))
 
-    def mapped_text(self, fn, codes: np.ndarray) -> pa.Array:
-        """``fn`` of each distinct code's string, spread over the rows (``codes`` already non-negative)."""
-        uniq, inverse = np.unique(codes, return_inverse=True)
-        texts = self.strings + [None]
-        values = pa.array([fn(texts[c]) for c in uniq.tolist()], type=pa.string())
-        return values.take(pa.array(inverse.reshape(-1))).dictionary_encode()
-
     def api_texts(self, idx: np.ndarray) -> dict[str, pa.Array]:
         """``domain``, ``kind``, ``api_name`` of API rows: classified once per distinct name (and category)."""
-        names, cats = self._codes("name", idx), self._codes("cat", idx)
         texts = self.strings + [None]
+        names, cats = self._codes("name", idx), self._codes("cat", idx)
         width = len(texts)
-        pair = cats * width + names
-        api_name = self.mapped_text(V.normalize_api_name, names)
-        uniq, inverse = np.unique(pair, return_inverse=True)
-        values = [V.api_domain(texts[p // width], V.normalize_api_name(texts[p % width])) for p in uniq.tolist()]
-        domain = pa.array(values, type=pa.string()).take(pa.array(inverse.reshape(-1))).dictionary_encode()
-        kind = self.mapped_text(lambda n: V.api_kind(V.normalize_api_name(n)), names)
-        return {"domain": domain, "kind": kind, "api_name": api_name}
+        api_name = lambda code: V.normalize_api_name(texts[code])  # noqa: E731
+        return {
+            "domain": _spread(lambda pair: V.api_domain(texts[pair // width], api_name(pair % width)),
+                              cats * width + names),
+            "kind": _spread(lambda code: V.api_kind(api_name(code)), names),
+            "api_name": _spread(api_name, names),
+        }
 
     def raw_text(self, name: str, idx: np.ndarray) -> pa.Array:
         """Raw JSON text of an ``args`` shape (kineto_columns._raw_text's result): null where absent."""
@@ -226,6 +219,14 @@ class ScannedEvents:
 
     def select(self, idx: np.ndarray) -> "_ScannedSelection":
         return _ScannedSelection(self, idx)
+
+
+def _spread(value_of, keys: np.ndarray) -> pa.Array:
+    """``value_of(key)`` for each distinct key, spread over the rows and dictionary-encoded
+    (several keys may give one value: ``cudaLaunchKernel`` and ``cudaLaunchKernel_v7000``)."""
+    uniq, inverse = np.unique(keys, return_inverse=True)
+    values = pa.array([value_of(k) for k in uniq.tolist()], type=pa.string())
+    return values.take(pa.array(inverse.reshape(-1))).dictionary_encode()
 
 
 _HAS = {"device": F_HAS_DEVICE, "stream": F_HAS_STREAM}
