@@ -22,6 +22,7 @@ the pure-Python path, which gives the same tables.
 """
 from __future__ import annotations
 
+import logging
 import os
 from contextlib import contextmanager
 from functools import cached_property
@@ -36,6 +37,19 @@ from . import kineto_vocab as V
 from .kineto_text import MISSING, OK
 
 ENV_NO_EXT = "TAXBREAK_NO_EXT"
+log = logging.getLogger(__name__)
+
+# int64 columns of one scanner row, in the order of _kineto_scan.c's enum
+COLUMNS = (
+    "start", "end", "ph", "cat", "name", "pid", "tid", "id", "ts", "dur",
+    "external_id", "correlation", "cbid", "python_id", "python_parent_id", "sequence_nr",
+    "device", "context", "stream", "registers", "shared_memory", "bytes", "graph_id", "graph_node_id",
+    "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z",
+    "input_dims", "input_types", "input_strides", "concrete_inputs",  # codes of the raw args text
+    "flags",
+)
+_COL = {name: k for k, name in enumerate(COLUMNS)}
+TS_MISSING, TS_ODD, DUR_MISSING, DUR_ODD, F_ODD, F_HAS_DEVICE, F_HAS_STREAM = 1, 2, 4, 8, 16, 32, 64
 
 
 def _load_extension():
@@ -45,6 +59,10 @@ def _load_extension():
     try:
         from . import _kineto_scan
     except ImportError:
+        return None
+    if _kineto_scan.N_COLS != len(COLUMNS):  # a stale in-place build of an older scanner
+        log.warning("the compiled Kineto scanner is out of date (python setup.py build_ext --inplace); "
+                    "reading without it")
         return None
     return _kineto_scan
 
@@ -76,17 +94,6 @@ def scanner(enabled: bool) -> Iterator[None]:
         _EXT = before
 
 
-# int64 columns of one scanner row, in the order of _kineto_scan.c's enum
-COLUMNS = (
-    "start", "end", "ph", "cat", "name", "pid", "tid", "id", "ts", "dur",
-    "external_id", "correlation", "cbid", "python_id", "python_parent_id", "sequence_nr",
-    "device", "context", "stream", "registers", "shared_memory", "bytes", "graph_id", "graph_node_id",
-    "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z",
-    "input_dims", "input_types", "input_strides", "concrete_inputs",  # codes of the raw args text
-    "flags",
-)
-_COL = {name: k for k, name in enumerate(COLUMNS)}
-TS_MISSING, TS_ODD, DUR_MISSING, DUR_ODD, F_ODD, F_HAS_DEVICE, F_HAS_STREAM = 1, 2, 4, 8, 16, 32, 64
 
 
 def scan(chunk: bytes) -> "ScannedEvents | None":
@@ -106,8 +113,6 @@ class ScannedEvents:
     """One scanned chunk: the rows, the interned strings and the chunk's bytes."""
 
     def __init__(self, chunk: bytes, rows: np.ndarray, strings: list[str]) -> None:
-        if _EXT is not None and len(COLUMNS) != _EXT.N_COLS:
-            raise RuntimeError("the compiled scanner does not match kineto_scan.COLUMNS; rebuild it")
         self.chunk = chunk
         self.rows = rows
         self.strings = strings

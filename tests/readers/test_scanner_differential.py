@@ -13,12 +13,15 @@ import json
 import logging
 import os
 import random
+import subprocess
 import sys
+import types
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+import taxbreak.readers
 from taxbreak.readers import kineto_scan
 from taxbreak.readers.kineto import read_kineto
 from taxbreak.synth.bigtrace import write_big_kineto
@@ -242,3 +245,28 @@ def test_without_the_extension_the_python_path_reads(tmp_path):
         tables = read_kineto(path, parse_workers=0)
     assert tables.meta.extra["reader"] == "kineto-py"
     assert sum(tables.meta.event_counts.values()) == tables.meta.input_events
+
+
+def test_no_ext_environment_variable_turns_the_scanner_off(tmp_path):
+    """``TAXBREAK_NO_EXT=1`` in a fresh process: the Python path reads the trace, the same tables."""
+    path = write_big_kineto(tmp_path / "big.json.gz", 3_000).path
+    code = ("import sys; from taxbreak.readers.kineto import read_kineto; t = read_kineto(sys.argv[1]); "
+            "print(t.meta.extra['reader'], t.host_events.num_rows, t.device_activities.num_rows)")
+    env = {**os.environ, kineto_scan.ENV_NO_EXT: "1", "PYTHONPATH": str(TESTS.parent)}
+    run = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, env=env)
+    assert run.returncode == 0, run.stderr
+    with kineto_scan.scanner(False):
+        tables = read_kineto(path, parse_workers=0)
+    assert run.stdout.split() == ["kineto-py", str(tables.host_events.num_rows),
+                                  str(tables.device_activities.num_rows)]
+
+
+def test_a_missing_or_stale_extension_is_not_loaded(monkeypatch):
+    monkeypatch.delenv(kineto_scan.ENV_NO_EXT, raising=False)
+    monkeypatch.setitem(sys.modules, "taxbreak.readers._kineto_scan", None)  # import fails: not built
+    monkeypatch.delattr(taxbreak.readers, "_kineto_scan", raising=False)
+    assert kineto_scan._load_extension() is None
+    stale = types.SimpleNamespace(N_COLS=len(kineto_scan.COLUMNS) - 1)
+    monkeypatch.setitem(sys.modules, "taxbreak.readers._kineto_scan", stale)
+    monkeypatch.setattr(taxbreak.readers, "_kineto_scan", stale, raising=False)
+    assert kineto_scan._load_extension() is None
