@@ -193,27 +193,31 @@ class ScannedEvents:
         """Interned strings of the rows at ``idx`` (``ph``/``cat``/``name`` or an args shape's raw
         text) as the Python path's ``dictionary_encode()`` gives them: the dictionary in order of
         first appearance, null where absent. Equal codes are equal bytes, so no string is hashed again."""
-        codes = self.col(name, idx)
-        absent = codes < 0
-        uniq, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
-        keep = uniq >= 0
-        order = np.argsort(first[keep], kind="stable")
-        rank = np.zeros(len(uniq), dtype=np.int32)
-        rank[np.flatnonzero(keep)[order]] = np.arange(len(order), dtype=np.int32)
-        indices = pa.array(rank[inverse.reshape(-1)], mask=absent if absent.any() else None)
-        return pa.DictionaryArray.from_arrays(indices, self._texts.take(pa.array(uniq[keep][order])))
+        codes = self._codes(name, idx)  # absent: the last code, len(self.strings)
+        absent = codes == len(self.strings)
+        # first position of each code, in one pass (no sort of the whole column)
+        first = np.full(len(self.strings) + 1, len(codes), dtype=np.int64)
+        np.minimum.at(first, codes, np.arange(len(codes)))
+        first[-1] = len(codes)  # the absent code is a null, not a dictionary entry
+        used = np.flatnonzero(first < len(codes))
+        in_order = used[np.argsort(first[used], kind="stable")]
+        rank = np.zeros(len(first), dtype=np.int32)
+        rank[in_order] = np.arange(len(in_order), dtype=np.int32)
+        indices = pa.array(rank[codes], mask=absent if absent.any() else None)
+        return pa.DictionaryArray.from_arrays(indices, self._texts.take(pa.array(in_order)))
 
     def api_texts(self, idx: np.ndarray) -> dict[str, pa.Array]:
-        """``domain``, ``kind``, ``api_name`` of API rows: classified once per distinct name (and category)."""
+        """``domain``, ``kind``, ``api_name`` of API rows: classified once per distinct name.
+        The domain depends on the category only through ``cat == "cuda_driver"`` (``api_domain``)."""
         texts = self.strings + [None]
         names, cats = self._codes("name", idx), self._codes("cat", idx)
-        width = len(texts)
+        driver = np.array([t == "cuda_driver" for t in texts])[cats]
         api_name = lambda code: V.normalize_api_name(texts[code])  # noqa: E731
         return {
-            "domain": _spread(lambda pair: V.api_domain(texts[pair // width], api_name(pair % width)),
-                              cats * width + names),
-            "kind": _spread(lambda code: V.api_kind(api_name(code)), names),
-            "api_name": _spread(api_name, names),
+            "domain": _spread(lambda key: V.api_domain("cuda_driver" if key % 2 else "cuda_runtime", api_name(key // 2)),
+                              names * 2 + driver, 2 * len(texts)),
+            "kind": _spread(lambda code: V.api_kind(api_name(code)), names, len(texts)),
+            "api_name": _spread(api_name, names, len(texts)),
         }
 
     def raw_text(self, name: str, idx: np.ndarray) -> pa.Array:
@@ -226,12 +230,14 @@ class ScannedEvents:
         return _ScannedSelection(self, idx)
 
 
-def _spread(value_of, keys: np.ndarray) -> pa.Array:
-    """``value_of(key)`` for each distinct key, spread over the rows and dictionary-encoded
-    (several keys may give one value: ``cudaLaunchKernel`` and ``cudaLaunchKernel_v7000``)."""
-    uniq, inverse = np.unique(keys, return_inverse=True)
-    values = pa.array([value_of(k) for k in uniq.tolist()], type=pa.string())
-    return values.take(pa.array(inverse.reshape(-1))).dictionary_encode()
+def _spread(value_of, keys: np.ndarray, n_keys: int) -> pa.Array:
+    """``value_of(key)`` for each key in use (keys below ``n_keys``), spread over the rows and
+    dictionary-encoded (several keys may give one value: ``cudaLaunchKernel`` and ``cudaLaunchKernel_v7000``)."""
+    used = np.flatnonzero(np.bincount(keys, minlength=n_keys))
+    slot = np.zeros(n_keys, dtype=np.int64)
+    slot[used] = np.arange(len(used))
+    values = pa.array([value_of(k) for k in used.tolist()], type=pa.string())
+    return values.take(pa.array(slot[keys])).dictionary_encode()
 
 
 _HAS = {"device": F_HAS_DEVICE, "stream": F_HAS_STREAM}
