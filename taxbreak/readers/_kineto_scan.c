@@ -440,20 +440,60 @@ static int scan_triple(Scan *p, int depth, int64_t *xyz, int64_t *flags) {
     return 0;
 }
 
-static inline int key_is(const Scan *p, Py_ssize_t off, Py_ssize_t len, const char *word) {
-    /* the length first: most keys differ in it, and no strlen runs past a short key */
-    Py_ssize_t k = 0;
-    for (; k < len; k++)
-        if (word[k] == 0 || word[k] != (char)p->b[off + k]) return 0;
-    return word[k] == 0;
+typedef struct {
+    const char *word;
+    Py_ssize_t len;
+} Key;
+
+#define KEY(w) {w, sizeof(w) - 1}
+
+/* Index of the key b[off:off+len] in ``keys``, -1 when absent: the length and first byte
+ * rule out almost every entry before any memcmp. */
+static inline int find_key(const Scan *p, Py_ssize_t off, Py_ssize_t len, const Key *keys, int n) {
+    for (int k = 0; k < n; k++)
+        if (keys[k].len == len && keys[k].word[0] == (char)p->b[off]
+            && memcmp(keys[k].word, p->b + off, (size_t)len) == 0)
+            return k;
+    return -1;
 }
 
-static const char *ID_ARGS[] = {
-    "External id", "correlation", "cbid", "Python id", "Python parent id", "Sequence number",
-    "device", "context", "stream", "registers per thread", "shared memory", "bytes", "graph id", "graph node id",
+/* args keys: the 14 ids in column order, grid, block, the 4 raw shapes, name, labels */
+static const Key ARGS_KEYS[] = {
+    KEY("External id"), KEY("correlation"), KEY("cbid"), KEY("Python id"), KEY("Python parent id"),
+    KEY("Sequence number"), KEY("device"), KEY("context"), KEY("stream"), KEY("registers per thread"),
+    KEY("shared memory"), KEY("bytes"), KEY("graph id"), KEY("graph node id"),
+    KEY("grid"), KEY("block"),
+    KEY("Input Dims"), KEY("Input type"), KEY("Input Strides"), KEY("Concrete Inputs"),
+    KEY("name"), KEY("labels"),
 };
 #define N_ID_ARGS 14
-static const char *RAW_ARGS[] = {"Input Dims", "Input type", "Input Strides", "Concrete Inputs"};
+#define A_GRID 14
+#define A_RAW0 16
+#define A_NAME 20
+#define N_ARGS_KEYS 22
+
+static int scan_arg(Scan *p, int depth, int k, Intern *strings, int64_t *row) {
+    if (k < 0)
+        return skip_value(p, depth, 0);
+    if (k < N_ID_ARGS) {
+        int got = scan_id(p, depth, &row[C_EXTERNAL_ID + k], &row[C_FLAGS]);
+        if (got < 0) return FLAG;
+        if (got == 1 && k == C_DEVICE - C_EXTERNAL_ID) row[C_FLAGS] |= F_HAS_DEVICE;
+        if (got == 1 && k == C_STREAM - C_EXTERNAL_ID) row[C_FLAGS] |= F_HAS_STREAM;
+        return 0;
+    }
+    if (k < A_RAW0)
+        return scan_triple(p, depth, &row[k == A_GRID ? C_GRID_X : C_BLOCK_X], &row[C_FLAGS]);
+    if (k < A_NAME) {
+        skip_ws(p);
+        Py_ssize_t start = p->i;
+        if (skip_value(p, depth, 0) < 0) return FLAG;
+        row[C_RAW0 + k - A_RAW0] = intern(strings, p->b, start, p->i - start);
+        return row[C_RAW0 + k - A_RAW0] < 0 ? FLAG : 0;
+    }
+    /* "name" / "labels" are read by msgspec as Any (metadata events): strict numbers */
+    return skip_value(p, depth, 1);
+}
 
 static int scan_args(Scan *p, int depth, Intern *strings, int64_t *row) {
     uint32_t seen = 0;
@@ -469,45 +509,12 @@ static int scan_args(Scan *p, int depth, Intern *strings, int64_t *row) {
     for (;;) {
         skip_ws(p);
         if (scan_string(p, &off, &len, &esc) < 0 || esc || expect(p, ':') < 0) return FLAG;
-        int matched = 0;
-        for (int k = 0; k < N_ID_ARGS && !matched; k++) {
-            if (!key_is(p, off, len, ID_ARGS[k])) continue;
-            matched = 1;
-            if (seen & (1u << k)) return FLAG;
+        int k = len > 0 ? find_key(p, off, len, ARGS_KEYS, N_ARGS_KEYS) : -1;
+        if (k >= 0) {
+            if (seen & (1u << k)) return FLAG;  /* a repeated key: msgspec's choice, not ours */
             seen |= 1u << k;
-            int got = scan_id(p, depth + 1, &row[C_EXTERNAL_ID + k], &row[C_FLAGS]);
-            if (got < 0) return FLAG;
-            if (got == 1 && k == C_DEVICE - C_EXTERNAL_ID) row[C_FLAGS] |= F_HAS_DEVICE;
-            if (got == 1 && k == C_STREAM - C_EXTERNAL_ID) row[C_FLAGS] |= F_HAS_STREAM;
         }
-        for (int k = 0; k < 2 && !matched; k++) {
-            if (!key_is(p, off, len, k ? "block" : "grid")) continue;
-            matched = 1;
-            if (seen & (1u << (N_ID_ARGS + k))) return FLAG;
-            seen |= 1u << (N_ID_ARGS + k);
-            if (scan_triple(p, depth + 1, &row[k ? C_BLOCK_X : C_GRID_X], &row[C_FLAGS]) < 0) return FLAG;
-        }
-        for (int k = 0; k < 4 && !matched; k++) {
-            if (!key_is(p, off, len, RAW_ARGS[k])) continue;
-            matched = 1;
-            if (seen & (1u << (N_ID_ARGS + 2 + k))) return FLAG;
-            seen |= 1u << (N_ID_ARGS + 2 + k);
-            skip_ws(p);
-            Py_ssize_t start = p->i;
-            if (skip_value(p, depth + 1, 0) < 0) return FLAG;
-            row[C_RAW0 + k] = intern(strings, p->b, start, p->i - start);
-            if (row[C_RAW0 + k] < 0) return FLAG;
-        }
-        if (!matched) {
-            /* "name" / "labels" are read by msgspec as Any (metadata events): strict numbers */
-            int strict = key_is(p, off, len, "name") || key_is(p, off, len, "labels");
-            if (strict) {
-                uint32_t bit = 1u << (N_ID_ARGS + 6 + key_is(p, off, len, "labels"));
-                if (seen & bit) return FLAG;
-                seen |= bit;
-            }
-            if (skip_value(p, depth + 1, strict) < 0) return FLAG;
-        }
+        if (scan_arg(p, depth + 1, k, strings, row) < 0) return FLAG;
         skip_ws(p);
         int c = peek(p);
         if (c == ',') { p->i++; continue; }
@@ -529,7 +536,9 @@ static int scan_text(Scan *p, Intern *strings, int64_t *code) {
 }
 
 enum { K_PH, K_CAT, K_NAME, K_PID, K_TID, K_ID, K_TS, K_DUR, K_ARGS, N_KEYS };
-static const char *EVENT_KEYS[] = {"ph", "cat", "name", "pid", "tid", "id", "ts", "dur", "args"};
+static const Key EVENT_KEYS[] = {
+    KEY("ph"), KEY("cat"), KEY("name"), KEY("pid"), KEY("tid"), KEY("id"), KEY("ts"), KEY("dur"), KEY("args"),
+};
 
 static int scan_member(Scan *p, int key, Intern *strings, int64_t *row) {
     switch (key) {
@@ -567,9 +576,7 @@ static int scan_event(Scan *p, Intern *strings, int64_t *row) {
         for (;;) {
             skip_ws(p);
             if (scan_string(p, &off, &len, &esc) < 0 || esc || expect(p, ':') < 0) return FLAG;
-            int key = -1;
-            for (int k = 0; k < N_KEYS; k++)
-                if (key_is(p, off, len, EVENT_KEYS[k])) { key = k; break; }
+            int key = len > 0 ? find_key(p, off, len, EVENT_KEYS, N_KEYS) : -1;
             if (key < 0) {
                 if (skip_value(p, 2, 0) < 0) return FLAG;
             } else {
