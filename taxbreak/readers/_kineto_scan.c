@@ -83,6 +83,7 @@ static int intern_grow(Intern *t, const uint8_t *b) {
 
 /* Code of the string b[off:off+len]; -2 on allocation failure. */
 static int64_t intern(Intern *t, const uint8_t *b, Py_ssize_t off, Py_ssize_t len) {
+    if (t->n >= INT32_MAX / 4) return -2;  /* codes are int32 in the slots: past that, the Python path */
     if ((t->n + 1) * 2 > t->nslots && intern_grow(t, b) < 0) return -2;
     uint64_t h = hash_bytes(b + off, len);
     Py_ssize_t s = (Py_ssize_t)(h & (uint64_t)(t->nslots - 1));
