@@ -55,10 +55,10 @@ def analyze(traces: tuple[str, ...], floor_us, step_pattern, tokens, as_json: bo
 def _analysis(trace: str, allow_truncated: bool, quiet: bool, **options):
     from ..scale.analysis_cache import cached_analyze
 
-    with working("analyzing", trace, quiet):
+    with working("analyzing", trace, quiet) as progress:
         if allow_truncated:
-            return _analyze_truncated(trace, **options)
-        return cached_analyze(trace, **options)
+            return _analyze_truncated(trace, progress=progress, **options)
+        return cached_analyze(trace, progress=progress, **options)
 
 
 def _write_output(result, out_format: str, table: str, out_dir, top: int) -> None:
@@ -101,5 +101,7 @@ def _analyze_truncated(trace: str, **options):
     """
     from ..decompose import analyze as decompose
     from ..readers import load_trace
+    from .status import stage
 
+    stage(options.get("progress"), "reading trace")
     return decompose(load_trace(trace, allow_truncated=True), **options)

@@ -12,7 +12,7 @@ from ..trace.words import NOT_MEASURED
 from ..report.console_text import markup_text as _name
 from ..trace.text import json_for_terminal, safe_text
 from .errors import handle_errors
-from .status import quiet_option, status_line, working
+from .status import quiet_option, stage, status_line, working
 
 _TRUNCATED_HELP = "Keep the complete events of a truncated trace (adds a trace.truncated diagnostic)."
 
@@ -28,7 +28,8 @@ def info(trace: str, as_json: bool, allow_truncated: bool, quiet: bool) -> None:
     from ..readers import load_trace
     from ..readers.summary import summarize_tables
 
-    with working("reading", trace, quiet):
+    with working("reading", trace, quiet) as progress:
+        stage(progress, "reading trace")
         summary = summarize_tables(load_trace(trace, allow_truncated=allow_truncated))
     if as_json:
         click.echo(json_for_terminal(json.dumps(summary, indent=1, sort_keys=True)))
@@ -92,7 +93,8 @@ def convert(trace: str, out_dir: str, allow_truncated: bool, quiet: bool) -> Non
     """Write the canonical tables of TRACE as Parquet (pandas, DuckDB, Spark read them)."""
     from ..readers import load_trace
 
-    with working("reading", trace, quiet):
+    with working("reading", trace, quiet) as progress:
+        stage(progress, "reading trace")
         tables = load_trace(trace, allow_truncated=allow_truncated)
     written = tables.to_parquet(Path(out_dir))
     for path in written:

@@ -68,7 +68,9 @@ def profile(out_dir, force, quiet, as_json, **options):
         click.echo(json.dumps({"run_dir": str(result.run_dir), "manifest": result.manifest, "summary": summary},
                               indent=2, default=str))
         return
-    render_result(result, Console())
+    console = Console()
+    console.print(model_line(result.manifest))
+    render_result(result, console)
     err_console.print(f"run directory: [bold]{markup_text(result.run_dir)}[/bold]")  # a result, kept under -q
 
 
@@ -114,6 +116,22 @@ class _progress:
         return False
 
 
+def model_line(manifest: dict) -> str:
+    """What ran: the network's depth, width and parameters, and whether it is a tiny variant.
+
+    ``-m llama-3.2-3b`` on a CPU runs its tiny variant; the line says so, so two presets are
+    never mistaken for the published models (or for each other)."""
+    spec = manifest.get("model_config") or {}
+    name = str(manifest.get("model", "?"))
+    size = "tiny, CPU-size variant" if name.endswith("-tiny") else "full size"
+    experts = f", {spec['experts']} experts (top {spec['top_k']})" if spec.get("experts") else ""
+    params = manifest.get("parameters")
+    params_text = NOT_MEASURED if params is None else f"{params:,}"
+    return (f"model: [bold]{markup_text(name)}[/bold] ({size}): {spec.get('layers', '?')} layers, "
+            f"hidden {spec.get('hidden', '?')}{experts}, {params_text} parameters, "
+            f"{markup_text(manifest.get('device'))} {markup_text(manifest.get('dtype'))}")
+
+
 def render_result(result, console: Console) -> None:
     """The decomposition report when the analysis exists, else what was captured and why not more."""
     if result.analysis is not None:
@@ -129,7 +147,7 @@ def render_result(result, console: Console) -> None:
 
 
 def _render_capture(manifest: dict, console: Console) -> None:
-    table = Table(title=f"taxbreak profile: {manifest['model']}", show_header=False)
+    table = Table(title=f"taxbreak profile: {markup_text(manifest['model'])}", show_header=False)
     table.add_column("key", style="bold")
     table.add_column("value")
     table.add_row("parameters", f"{manifest['parameters']:,}")

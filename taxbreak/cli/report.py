@@ -10,7 +10,7 @@ import click
 from ..trace.fileio import output_target, write_output
 from ..trace.text import json_for_terminal, safe_text
 from .errors import handle_errors
-from .status import quiet_option, status_line
+from .status import quiet_option, stage, status_line, working
 
 
 def analysis_options(fn):
@@ -24,10 +24,16 @@ def analysis_options(fn):
     return fn
 
 
-def _load(path: str, floor_us, step_pattern, tokens):
+def _load(path: str, floor_us, step_pattern, tokens, progress=None):
     from ..report.run import load_run
 
-    return load_run(path, floor_us=floor_us, step_pattern=step_pattern, tokens=tokens)
+    return load_run(path, floor_us=floor_us, step_pattern=step_pattern, tokens=tokens, progress=progress)
+
+
+def _summary_with_progress(path: str, floor_us, step_pattern, tokens, quiet: bool) -> dict:
+    """One run's summary, its progress on stderr (off under -q or off a terminal)."""
+    with working("analyzing", path, quiet) as progress:
+        return _load(path, floor_us, step_pattern, tokens, progress).analysis.summary
 
 
 def _write(path: str, text: str, inputs=()) -> None:
@@ -55,8 +61,10 @@ def report(target, output, floor_us, step_pattern, tokens, quiet):
     from ..report.html import render_html
 
     _refuse_output(output, [target])
-    run = _load(target, floor_us, step_pattern, tokens)
-    _write(output, render_html(run.analysis, manifest=run.manifest, title=str(target)), [target, run.trace_path])
+    with working("reporting", target, quiet) as progress:
+        run = _load(target, floor_us, step_pattern, tokens, progress)
+        stage(progress, f"writing {safe_text(output)}")
+        _write(output, render_html(run.analysis, manifest=run.manifest, title=str(target)), [target, run.trace_path])
     status_line(f"wrote {safe_text(output)}", quiet)
 
 
@@ -76,8 +84,10 @@ def annotate(trace, output, max_flows, floor_us, step_pattern, tokens, quiet):
 
     require_kineto(find_trace(trace)[0])  # fail before a full analysis
     _refuse_output(output, [trace])
-    run = _load(trace, floor_us, step_pattern, tokens)
-    stats = write_annotated(run.trace_path, run.analysis, output, max_flows=max_flows, inputs=[trace])
+    with working("annotating", trace, quiet) as progress:
+        run = _load(trace, floor_us, step_pattern, tokens, progress)
+        stage(progress, f"writing {safe_text(output)}")
+        stats = write_annotated(run.trace_path, run.analysis, output, max_flows=max_flows, inputs=[trace])
     status_line(f"wrote {safe_text(output)}: {safe_text(stats.summary_line())}", quiet)
 
 
@@ -88,14 +98,17 @@ def annotate(trace, output, max_flows, floor_us, step_pattern, tokens, quiet):
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
               help="How many ops, kernel classes and one-sided kernels to list.")
 @analysis_options
+@quiet_option
 @handle_errors
-def diff(base, new, as_json, top, floor_us, step_pattern, tokens):
+def diff(base, new, as_json, top, floor_us, step_pattern, tokens, quiet):
     """Compare two runs or traces: components, HDBI, ops and kernels that moved."""
     from ..report.diff import diff_analyses
     from ..report.diff_render import render_diff_text
 
-    a = _load(base, floor_us, step_pattern, tokens)
-    b = _load(new, floor_us, step_pattern, tokens)
+    with working("analyzing", base, quiet) as progress:
+        a = _load(base, floor_us, step_pattern, tokens, progress)
+    with working("analyzing", new, quiet) as progress:
+        b = _load(new, floor_us, step_pattern, tokens, progress)
     result = diff_analyses(a.analysis, b.analysis, base_label=base, new_label=new, top=top)
     if as_json:
         click.echo(json_for_terminal(json.dumps(result, indent=1, default=_json_default)))
@@ -137,8 +150,8 @@ def check(targets, budget_path, baselines, junit, markdown, as_json, allow_unmea
     for path in (junit, markdown):
         _refuse_output(path, inputs)
     budget = load_budget(budget_path)  # before the analysis: a bad budget fails fast
-    runs = [_load(t, floor_us, step_pattern, tokens).analysis.summary for t in run_paths]
-    base = [_load(b, floor_us, step_pattern, tokens).analysis.summary for b in base_paths]
+    runs = [_summary_with_progress(t, floor_us, step_pattern, tokens, quiet) for t in run_paths]
+    base = [_summary_with_progress(b, floor_us, step_pattern, tokens, quiet) for b in base_paths]
     result = evaluate_repeated(budget, runs, base or None, allow_unmeasured=allow_unmeasured)
     if junit:
         _write(junit, render_junit(result, time_s=time.perf_counter() - started), inputs)

@@ -1,13 +1,16 @@
-"""A spinner on stderr while a command reads or decomposes a large trace.
+"""Progress on stderr while a command reads or decomposes a trace.
 
-A 10 M-event trace takes ~40 s to parse and decompose on two cores; without a
-sign of life a user cannot tell work from a hang. Rich draws the spinner only
-when stderr is a terminal, so pipes, logs, ``--json`` output and the tests see
-nothing of it.
+A 1 M-event trace takes tens of seconds to parse and decompose on two cores;
+without a sign of life a user cannot tell work from a hang. The library reports
+its stages through a hook (taxbreak/trace/progress.py); here they become one
+line on stderr: a spinner, the stage, a bar of the stages done and the elapsed
+time. Only when stderr is a terminal and ``-q`` is not given: pipes, CI logs,
+``--json`` output and the tests see nothing of it.
 """
 from __future__ import annotations
 
 import contextlib
+import sys
 from pathlib import Path
 
 import click
@@ -23,12 +26,49 @@ def quiet_option(fn):
 
 
 def working(action: str, target: str, quiet: bool = False):
-    """Context manager: ``⠋ analyzing trace.json.gz (239.1 MB) …`` on stderr until the block ends."""
-    if quiet:
-        return contextlib.nullcontext()
-    from rich.console import Console  # imported on use: --help and quick errors skip rich
+    """Context manager yielding a progress hook for the library call inside it.
 
-    return Console(stderr=True).status(f"{action} {describe(target)} …", spinner="dots")
+    ``⠋ analyzing trace.json.gz (239.1 MB) · linking launches to kernels ━━━━━━╺━━ 2/5 0:00:07``
+    on stderr until the block ends; the hook is None (nothing drawn) under ``-q`` or off a terminal.
+    """
+    if quiet or not sys.stderr.isatty():
+        return contextlib.nullcontext(None)
+    return _StageBar(f"{action} {describe(target)}")
+
+
+class _StageBar:
+    """One rich progress line fed by ``ProgressEvent``s; removed when the block ends."""
+
+    def __init__(self, title: str) -> None:
+        from rich.console import Console  # imported on use: --help and quick errors skip rich
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
+                                   TimeElapsedColumn)
+
+        title = title.replace("{", "{{").replace("}", "}}")  # a file name is not a format field
+        self.bar = Progress(SpinnerColumn("dots"), TextColumn(title + " · {task.description}"), BarColumn(),
+                            MofNCompleteColumn(), TimeElapsedColumn(), console=Console(stderr=True),
+                            transient=True)
+        self.task = self.bar.add_task("starting", total=None)
+
+    def __enter__(self):
+        self.bar.start()
+        return self.update
+
+    def update(self, event) -> None:
+        """The hook: show the stage; the bar counts stages once their number is known."""
+        self.bar.update(self.task, description=markup_text(event.stage), completed=event.done, total=event.total)
+
+    def __exit__(self, *exc) -> bool:
+        self.bar.stop()
+        return False
+
+
+def stage(hook, name: str) -> None:
+    """Report a stage of the command itself (``writing report.html``) on the same line as the library's."""
+    if hook is not None:
+        from ..trace.progress import ProgressEvent
+
+        hook(ProgressEvent(name, 0, None))
 
 
 def status_line(text: str, quiet: bool) -> None:

@@ -8,7 +8,7 @@ import click
 
 from ..trace.errors import UsageError
 from .errors import handle_errors
-from .status import quiet_option, status_line
+from .status import quiet_option, status_line, working
 
 
 def _int_list(text: str, flag: str) -> list[int]:
@@ -104,7 +104,7 @@ def _with_progress(work):
 
 
 @click.command()
-@click.argument("path", type=click.Path(exists=True, file_okay=False))
+@click.argument("path", metavar="RUN_DIR|SWEEP_DIR|TRACE", type=click.Path(exists=True))
 @click.option("--cpu-speedup", default=1.2, show_default=True, type=float, help="Single-thread host speed ratio s.")
 @click.option("--workload-prompt", default=512.0, show_default=True, type=float, help="Mean prompt length μ_L (tokens).")
 @click.option("--workload-output", default=256.0, show_default=True, type=float, help="Mean output length μ_O (tokens).")
@@ -116,10 +116,13 @@ def _with_progress(work):
 @click.option("--graph-launch-us", default=None, type=float, help="Cost of one CUDA graph launch (default: T_sys).")
 @click.option("--measure-graphs", is_flag=True, help="On a GPU, time the decode step replayed from a CUDA graph.")
 @click.option("--json", "as_json", is_flag=True, help="Print the projections as JSON.")
+@quiet_option
 @handle_errors
 def whatif(path, cpu_speedup, workload_prompt, workload_output, concurrency, calibration, alpha_mb,
-           kv_capacity_tokens, oom_prob, graph_launch_us, measure_graphs, as_json):
-    """Project CUDA graphs, a faster host CPU and the batching policy for RUN_DIR or SWEEP_DIR."""
+           kv_capacity_tokens, oom_prob, graph_launch_us, measure_graphs, as_json, quiet):
+    """Project CUDA graphs, a faster host CPU and the batching policy for RUN_DIR, SWEEP_DIR or a TRACE.
+
+    A trace (or a run directory without summary.json) is analysed first, as `taxbreak analyze` does."""
     from ..whatif.api import WhatIfOptions, what_if
     from ..whatif.batching import Workload
     from ..whatif.calibration import load_calibration
@@ -133,7 +136,8 @@ def whatif(path, cpu_speedup, workload_prompt, workload_output, concurrency, cal
                             calibration=load_calibration(calibration) if calibration else None,
                             graph_launch_us=graph_launch_us, measure_graphs=measure_graphs,
                             kv_capacity_tokens=kv_capacity_tokens, oom_prob=oom_prob, alpha_mb_s=alpha_mb)
-    result = what_if(path, options)
+    with working("projecting", path, quiet) as progress:
+        result = what_if(path, options, progress=progress)
     click.echo(json.dumps(result, indent=1, default=str) if as_json else render_whatif(result))
 
 

@@ -13,6 +13,7 @@ from ..trace.diagnostics import Diagnostics
 from ..trace.errors import UsageError
 from ..trace.memory import release_freed_heap
 from ..trace.nesting import sorted_unique
+from ..trace.progress import ANALYZE_STAGES, ProgressHook, Stages
 from ..trace.tables import TraceTables
 from .capture import capture_summary
 from .components import build_kernels
@@ -37,7 +38,7 @@ log = logging.getLogger(__name__)
 
 
 def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | None = None,
-            tokens: int | None = None) -> Analysis:
+            tokens: int | None = None, progress: ProgressHook = None) -> Analysis:
     """Decompose a trace into ΔFT / ΔCT / ΔKT, HDBI, steps/phases and the host partition.
 
     Args:
@@ -45,6 +46,7 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
         floor_us: T_sys in µs; overrides the cached or published floor (source ``given``).
         step_pattern: regex naming step ranges (named group ``phase`` optional).
         tokens: output tokens of the whole trace (default: the run manifest's ``new_tokens`` × runs).
+        progress: called with a ``ProgressEvent`` as each of ``ANALYZE_STAGES`` begins (nothing printed).
 
     Returns:
         An :class:`Analysis`.
@@ -57,6 +59,8 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
     """
     _check_arguments(floor_us, tokens)
     pattern = compile_pattern(step_pattern)
+    stages = Stages(progress, ANALYZE_STAGES)
+    stages.enter("reading trace")
     source = resolve_input(path_or_tables)
     tables = source.tables
     diags = Diagnostics()
@@ -67,6 +71,7 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
     # from here on only the views are read: the other columns go (read again if asked for)
     tables = source.release_tables()
     release_freed_heap()
+    stages.enter("finding steps")
     marker = is_marker(views, pattern)
     window = _span(views)  # the whole trace: the no-marker step and the idle attribution's window
     steps = find_steps(*marker_candidates(views, *nvtx), pattern, window, diags)
@@ -75,6 +80,7 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
     # releases the GIL in its sorts and searches, so both cores work; 10 M events: ~3 s and ~4 s)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="taxbreak-partition") as pool:
         partition_job = pool.submit(host_partition, views, marker, steps, busy)
+        stages.enter("linking launches to kernels")
         links = link(views, marker, diags)
         chain = op_chain(views, links, diags)
         kernels = build_kernels(views, links, floor, diags, chain)
@@ -86,6 +92,7 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
         take_stalls_out_of_t_py(kernels, views, links, lanes)
         # the op table is the last reader of the host views: it runs beside the idle attribution
         ops_job = pool.submit(build_ops, views, kernels, links.roots)
+        stages.enter("attributing GPU idle")
         idle = attribute_idle(views, links.dev_api, lanes, steps, window, path)
         del lanes
         ops = ops_job.result()
@@ -101,6 +108,7 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
                   t_py_measured, links.has_library_ranges,
                   tuple(int(d) for d in sorted_unique(np.asarray(views.device.device, np.int64))))
     # shared by both tables below, computed before they run side by side
+    stages.enter("summarising phases and steps")
     inputs = scope_inputs(views, links, kernels, partition, steps, ctx, idle, window_pieces(window, steps))
     graph_capture = _graph_capture(views, links, kernels)
     warmup = warmup_summary(find_warmup(views, links), views, kernels)
@@ -128,6 +136,7 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
     meta["graph_launch_calls"] = graph_launch_calls
     # trace health opens every output, the JSON included
     summary = {"health": trace_health(summary, kernels, kernels.attrs.get("idle_launch_lag_ns", {})), **summary}
+    stages.finish()
     return Analysis(kernels, steps_df, phases_df, ops, partition, summary, tables, idle, chain.accounts)
 
 

@@ -67,7 +67,7 @@ def find_trace(path: str | Path) -> tuple[Path, dict | None]:
 
 
 def load_run(path: str | Path, floor_us: float | None = None, step_pattern: str | None = None,
-             tokens: int | None = None) -> Run:
+             tokens: int | None = None, progress=None) -> Run:
     """Analyse a run directory or trace file with the same options as ``analyze``.
 
     Args:
@@ -76,6 +76,7 @@ def load_run(path: str | Path, floor_us: float | None = None, step_pattern: str 
         step_pattern: step marker regex (``--step-pattern``).
         tokens: output-token count for the per-token metrics; None lets the
             decomposer read it from the run manifest.
+        progress: the analysis's progress hook (``taxbreak.trace.progress``); nothing is printed.
     """
     from ..decompose import analyze
 
@@ -83,5 +84,5 @@ def load_run(path: str | Path, floor_us: float | None = None, step_pattern: str 
     # A run directory goes to analyze() whole, so that it reads the manifest's
     # token count and runs itself; anything else is analysed as its trace file.
     target = Path(path) if manifest is not None else trace_path
-    analysis = analyze(target, floor_us=floor_us, step_pattern=step_pattern, tokens=tokens)
+    analysis = analyze(target, floor_us=floor_us, step_pattern=step_pattern, tokens=tokens, progress=progress)
     return Run(Path(path), trace_path, manifest, analysis)

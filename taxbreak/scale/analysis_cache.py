@@ -36,6 +36,7 @@ from ..readers.cache import (bound_settings, cache_enabled, code_fingerprint, fi
 from ..trace.errors import TaxbreakError
 from ..trace.fileio import check_input
 from ..trace.paths import cache_dir
+from ..trace.progress import ANALYZE_STAGES, Stages
 from ..trace.tables import META_FILE, DeferredTraceTables, read_meta
 
 log = logging.getLogger(__name__)
@@ -91,7 +92,7 @@ def analysis_key(path: str | Path, floor_us: float | None, step_pattern: str | N
 
 
 def cached_analyze(path, floor_us: float | None = None, step_pattern: str | None = None,
-                   tokens: int | None = None, use_cache: bool | None = None) -> Analysis:
+                   tokens: int | None = None, use_cache: bool | None = None, progress=None) -> Analysis:
     """``taxbreak.decompose.analyze(path, ...)``, served from the analysis cache when possible.
 
     Args:
@@ -99,6 +100,8 @@ def cached_analyze(path, floor_us: float | None = None, step_pattern: str | None
         floor_us, step_pattern, tokens: as for ``analyze``.
         use_cache: False computes and neither reads nor writes any cache; None: on
             unless ``$TAXBREAK_NO_CACHE`` is set (as for the parse cache).
+        progress: the analysis's progress hook (taxbreak/trace/progress.py); a cache hit
+            reports one stage, ``reading cached analysis``.
 
     Returns:
         The :class:`~taxbreak.decompose.Analysis`; from the cache, its frames come
@@ -106,21 +109,25 @@ def cached_analyze(path, floor_us: float | None = None, step_pattern: str | None
     """
     use_cache = cache_enabled(use_cache)
     target = Path(path) if isinstance(path, (str, Path)) else None
+    options = {"floor_us": floor_us, "step_pattern": step_pattern, "tokens": tokens, "progress": progress}
     if target is None or not target.exists():  # tables, or a bad path that analyze reports
-        return analyze(path, floor_us=floor_us, step_pattern=step_pattern, tokens=tokens)
+        return analyze(path, **options)
     check_input(target, allow_dir=True, what="trace")  # before the key's fingerprint opens it: a FIFO blocks
     if not use_cache:  # a run directory still goes through analyze's own loading
+        if target.is_file():
+            Stages(progress, ANALYZE_STAGES).enter("reading trace")
         source = load_trace(target, use_cache=False) if target.is_file() else path
-        return analyze(source, floor_us=floor_us, step_pattern=step_pattern, tokens=tokens)
+        return analyze(source, **options)
     entry = analysis_cache_dir() / analysis_key(path, floor_us, step_pattern, tokens)
     wait_for_writes(entry.name)  # this process may still be writing the entry
     corrupt = False
     if is_entry(entry):
+        Stages(progress, ("reading cached analysis",)).enter("reading cached analysis")
         found = _read(entry, path, {"floor_us": floor_us, "step_pattern": step_pattern, "tokens": tokens})
         if found is not None:
             return found
         corrupt = True
-    result = analyze(path, floor_us=floor_us, step_pattern=step_pattern, tokens=tokens)
+    result = analyze(path, **options)
     # held until the CLI's output is out: nothing changes the frames meanwhile, so they are
     # converted one at a time as written instead of copied into Arrow all at once now
     writer = _frame_writer(result) if writes_held() else _snapshot_writer(result)

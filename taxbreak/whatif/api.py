@@ -9,7 +9,6 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..trace.errors import TraceNotFoundError
 from .advisor import advise, fit_calibration
 from .batching import Workload
 from .calibration import Calibration
@@ -38,21 +37,30 @@ class WhatIfOptions:
     alpha_mb_s: float | None = None
 
 
-def what_if(path: str | Path, options: WhatIfOptions | None = None) -> dict:
-    """Projections for a run directory (``summary.json``) or a sweep directory (``sweep.json``).
+def what_if(path: str | Path, options: WhatIfOptions | None = None, progress=None) -> dict:
+    """Projections for a run directory (``summary.json``), a sweep directory (``sweep.json``) or a trace.
+
+    A trace file (or a run directory without its ``summary.json``) is analysed first, with the
+    same defaults as ``taxbreak analyze``; ``progress`` receives that analysis's stages.
 
     Raises:
-        TraceNotFoundError: ``run.not_a_run`` when ``path`` is neither.
+        TraceNotFoundError: ``input.not_found`` or ``run.no_traces`` when ``path`` holds nothing to read.
     """
     opts = options or WhatIfOptions()
     root = Path(path)
     if (root / INDEX).is_file():
         return _sweep(root, opts)
     if (root / "summary.json").is_file():
-        return _run(root, opts)
-    raise TraceNotFoundError("run.not_a_run", "neither a run directory (summary.json) nor a sweep directory "
-                             "(sweep.json)", path=str(root),
-                             hint="give a directory written by `taxbreak profile` or `taxbreak sweep`")
+        return _run(root, read_summary(root), _manifest(root), opts)
+    return _trace(root, opts, progress)
+
+
+def _trace(path: Path, opts: WhatIfOptions, progress) -> dict:
+    from ..report.run import load_run
+
+    run = load_run(path, progress=progress)
+    # the summary as summary.json holds it (JSON types), so a trace projects exactly as its run directory
+    return _run(path, json.loads(run.analysis.to_json()), run.manifest or {}, opts)
 
 
 def run_projections(summary: dict, opts: WhatIfOptions) -> dict:
@@ -76,9 +84,7 @@ def _launch_fit(summary: dict) -> dict | None:
     return max(devices, key=lambda d: d["launches"], default=None)
 
 
-def _run(root: Path, opts: WhatIfOptions) -> dict:
-    summary = read_summary(root)
-    manifest = _manifest(root)
+def _run(root: Path, summary: dict, manifest: dict, opts: WhatIfOptions) -> dict:
     out = {"kind": "run", "path": str(root), "model": manifest.get("model"),
            "shape": {k: manifest.get(k) for k in ("batch_size", "seq_len", "new_tokens", "device", "dtype")},
            **run_projections(summary, opts)}

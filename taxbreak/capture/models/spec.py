@@ -117,9 +117,11 @@ PRESETS: dict[str, ModelSpec] = {
 }
 
 # Tiny sizes keep every structural feature; the expert count stays above top-k
-# so routing still selects a subset and the per-expert loop still runs.
-_TINY = {"hidden": 128, "layers": 2, "head_dim": 32, "intermediate": 256, "vocab": 2048,
-         "moe_intermediate": 64, "shared_expert_intermediate": 256, "experts": 16}
+# so routing still selects a subset and the per-expert loop still runs. Depth and
+# width shrink in proportion to the full model (layers / 8, hidden / 16, with a
+# floor), so two presets of one family stay two different networks at CPU size.
+_TINY = {"head_dim": 32, "min_hidden": 128, "min_layers": 2, "layer_div": 8, "hidden_div": 16,
+         "vocab": 2048, "moe_intermediate": 64, "shared_expert_intermediate": 256, "experts": 16}
 
 
 def preset_names() -> list[str]:
@@ -127,15 +129,25 @@ def preset_names() -> list[str]:
     return sorted(PRESETS) + sorted(f"{name}-tiny" for name in PRESETS)
 
 
+def _tiny_heads(spec: ModelSpec) -> tuple[int, int]:
+    """Query and key/value heads at tiny width: hidden / 16 in whole heads, the GQA ratio kept."""
+    ratio = spec.heads // spec.kv_heads
+    step = _TINY["head_dim"] * ratio  # whole KV groups of head_dim-wide heads
+    hidden = max(_TINY["min_hidden"], spec.hidden // _TINY["hidden_div"])
+    heads = max(1, -(-hidden // step)) * ratio
+    return heads, heads // ratio
+
+
 def tiny_spec(spec: ModelSpec) -> ModelSpec:
-    """The same architecture at CPU size (2 layers, hidden 128, 16 experts)."""
-    heads = _TINY["hidden"] // _TINY["head_dim"]
-    kv_heads = max(1, heads * spec.kv_heads // spec.heads)
+    """The same architecture at CPU size: depth / 8 (at least 2 layers), width / 16 (at least 128), 16 experts."""
+    heads, kv_heads = _tiny_heads(spec)
+    hidden = heads * _TINY["head_dim"]
     experts = _TINY["experts"] if spec.is_moe else 0
     return replace(
-        spec, name=f"{spec.name}-tiny", hidden=_TINY["hidden"], layers=_TINY["layers"],
+        spec, name=f"{spec.name}-tiny", hidden=hidden,
+        layers=max(_TINY["min_layers"], spec.layers // _TINY["layer_div"]),
         heads=heads, kv_heads=kv_heads, head_dim=_TINY["head_dim"],
-        intermediate=_TINY["intermediate"] if spec.intermediate else 0, vocab=_TINY["vocab"],
+        intermediate=2 * hidden if spec.intermediate else 0, vocab=_TINY["vocab"],
         max_positions=min(spec.max_positions, 4096) if spec.positions == "learned" else spec.max_positions,
         experts=experts, top_k=min(spec.top_k, experts),
         moe_intermediate=_TINY["moe_intermediate"] if spec.is_moe else 0,
