@@ -41,7 +41,7 @@ def render_info(summary: dict, console: Console) -> None:
     """The rich rendering of :func:`taxbreak.readers.summary.summarize_tables`."""
     console.print(f"[bold]{_name(summary['path'])}[/bold]  {_name(summary['format'])} "
                   f"(schema {_name(summary['format_version'] or NOT_MEASURED)})", soft_wrap=True)
-    devices = ", ".join(f"{_name(d['id'])}: {_name(d['name'])}" for d in summary["devices"]) \
+    devices = ", ".join(f"{_name(d['id'])}: {_name(d['name'] or 'name not recorded')}" for d in summary["devices"]) \
         or "unknown (no device properties)"
     console.print(f"devices: {devices}")
     span = summary["span"]

@@ -62,9 +62,10 @@ _PENDING_LOCK = threading.Lock()
 _HELD: list[threading.Thread] | None = None  # writes held until the output is out (deferred_writes)
 
 # Bump when a reader changes what it writes into the tables for the same input.
-READER_FORMAT_VERSION = 6  # 2: profiler span as event.profiler_span; 3: text columns dictionary-encoded;
+READER_FORMAT_VERSION = 7  # 2: profiler span as event.profiler_span; 3: text columns dictionary-encoded;
 # 4: hostile-input bounds (ts/dur and ids out of range dropped and counted, bound errors)
 # 5: cat "taxbreak" (annotate's own tracks) skipped silently; 6: entries are Arrow IPC files, not Parquet
+# 7: cat "overhead" as event.profiler_overhead (info)
 DEFAULT_MAX_BYTES = 5 * 1024**3
 ENTRY_FILE = "entry.json"
 _TMP_PREFIX = ".tmp-"

@@ -30,6 +30,7 @@ _DROP_CODES = {
     V.BEGIN_END: "event.begin_end",
     V.UNKNOWN_CAT: "event.unknown_category",
     V.PROFILER_SPAN: "event.profiler_span",
+    V.PROFILER_OVERHEAD: "event.profiler_overhead",
     V.UNSUPPORTED_PH: "event.unsupported_phase",
     V.MISSING_FIELD: "event.missing_field",
     V.WRONG_TYPE: "event.wrong_type",

@@ -16,6 +16,7 @@ NUMBER_OUT_OF_RANGE = 18  # ts/dur beyond int64 ns or the number bounds (readers
 ID_OUT_OF_RANGE = 19  # an id (pid, tid, correlation...) no int64 holds
 OWN = 20  # cat "taxbreak" (any ph): tracks `taxbreak annotate` added; skipped without a diagnostic
 OWN_CATEGORY = "taxbreak"
+PROFILER_OVERHEAD = 21  # cat "overhead": CUPTI's own work (buffer flush, resource set-up), not the workload's
 
 HOST_ROUTES = (HOST_PY, HOST_OP, HOST_ANN)
 DEVICE_ROUTES = (DEV_KERNEL, DEV_MEMCPY, DEV_MEMSET, DEV_SYNC)
@@ -35,6 +36,7 @@ COMPLETE_ROUTES = {
     "cuda_sync": DEV_SYNC,
     "gpu_user_annotation": RANGE,
     "Trace": PROFILER_SPAN,
+    "overhead": PROFILER_OVERHEAD,  # e.g. "CUPTI Overhead", "Activity Buffer Request": ordinary profiler cost
     OWN_CATEGORY: OWN,
 }
 

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from ..trace.words import plural
+
 DEVICE_KEY = "device_active_us"
 ORCH_KEY = "orchestration_us"
 TOKENS_KEY = "tokens"
@@ -90,7 +92,7 @@ def _sum_by_cause(values: list) -> tuple[dict | None, str]:
     """``{cause: Σ µs}`` over traces; None when one trace has no idle attribution."""
     missing = sum(not isinstance(v, Mapping) for v in values)
     if missing or not values:
-        return None, f"not measured in {missing} of {len(values)} traces"
+        return None, f"not measured in {missing} of {plural(len(values), 'trace')}"
     causes = _ordered_keys(values)
     sums = {c: _sum([v.get(c) for v in values]) for c in causes}
     # a cause not observable in one trace (the library cause without library ranges) is None
@@ -104,7 +106,7 @@ def _devices(values: list, labels: list[str]) -> tuple[dict | None, str]:
     """Every trace's devices side by side, ``<label>/<device>``: never summed across traces."""
     missing = sum(not isinstance(v, Mapping) for v in values)
     if missing or not values:
-        return None, f"not measured in {missing} of {len(values)} traces"
+        return None, f"not measured in {missing} of {plural(len(values), 'trace')}"
     out: dict = {}
     for i, (label, v) in enumerate(zip(labels, values)):
         name = label if not any(k.startswith(f"{label}/") for k in out) else f"{label}#{i}"  # a duplicate rank
@@ -144,7 +146,7 @@ def _sum(values: list) -> tuple[float | int | None, str]:
         return None, "no trace"
     missing = sum(v is None for v in values)
     if missing:
-        return None, f"not measured in {missing} of {len(values)} traces"
+        return None, f"not measured in {missing} of {plural(len(values), 'trace')}"
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
         return None, "not a number in every trace"
     return sum(values), ""

@@ -19,6 +19,7 @@ import pandas as pd
 
 from ..trace import errors as trace_errors
 from ..trace.diagnostics import Diagnostics
+from ..trace.words import plural
 from ..trace.errors import TaxbreakError, UsageError
 from ..trace.paths import slug
 from .combine import combine_summaries
@@ -231,7 +232,7 @@ def _open_output(options: ManyOptions, specs: list[TaskSpec], diagnostics: Diagn
     removed = sweep_uncommitted(dataset, set(rows))
     diagnostics.add("scale.uncommitted_removed", removed, f"{removed} files without a manifest row" if removed else "")
     resumed = {s.input_id: _from_row(rows[s.input_id], s) for s in specs if s.input_id in rows}
-    diagnostics.add("scale.resumed", len(resumed), f"{len(resumed)} traces already in {options.dataset_url}"
+    diagnostics.add("scale.resumed", len(resumed), f"{plural(len(resumed), 'trace')} already in {options.dataset_url}"
                     if resumed else "")
     return dataset, resumed
 

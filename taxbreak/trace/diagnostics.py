@@ -23,6 +23,8 @@ DIAGNOSTIC_CODES: dict[str, tuple[str, str]] = {
                               "int64/uint64; skipped"),
     "event.unknown_category": (DATA_LOSS, "event of a category taxbreak does not model; skipped"),
     "event.profiler_span": (INFO, "the profiler's own window span (cat 'Trace'); not a workload event"),
+    "event.profiler_overhead": (INFO, "the profiler's own overhead (cat 'overhead': CUPTI buffer flushes, set-up); "
+                                "ordinary profiling cost, not a workload event and no data lost"),
     "event.instant": (INFO, "instant event (memory, iteration marks); not modelled"),
     "event.unsupported_phase": (DATA_LOSS, "event with a ph value other than X/i/M/s/f/t/B/E; skipped"),
     "event.unbalanced": (DATA_LOSS, "B/E pair without its partner; skipped"),
