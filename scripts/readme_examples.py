@@ -68,20 +68,22 @@ def sections(text: str, titles: tuple[str, ...], all_titles: tuple[str, ...]) ->
         begin = next((i for i in starts if lines[i].startswith(title)), None)
         if begin is None:
             raise SystemExit(f"readme_examples: the report has no section {title!r}; update the script")
-        end = next((i for i in starts if i > begin), len(lines))
+        # a table split into column groups ("Per phase (1/2)", "(2/2)") is one section
+        end = next((i for i in starts if i > begin and not lines[i].startswith(title)), len(lines))
         picked.append("\n".join(lines[begin:end]).rstrip())
     return "\n...\n".join(picked)
 
 
-REPORT_TITLES = ("Trace health", "Per phase", "Orchestration components", "Queue wait", "Host thread time", "GPU idle by cause",
-                 "Top 10 ATen ops", "Diagnostics", "What to do")
+REPORT_TITLES = ("Verdict:", "Trace health", "Per phase", "Orchestration components", "Queue wait", "Host thread time", "GPU idle by cause",
+                 "Top ", "Diagnostics", "What to do")
 
 
 def analyze_nsys() -> str:
     from taxbreak.decompose import analyze
 
     text = terminal_report(analyze(NSYS_2GPU))
-    return fenced(sections(text, ("Trace health", "Per phase", "GPU idle by cause", "What to do"), REPORT_TITLES))
+    return fenced(sections(text, ("Verdict:", "Trace health", "Per phase", "GPU idle by cause", "What to do"),
+                           REPORT_TITLES))
 
 
 def planted_trace(folder: Path) -> Path:

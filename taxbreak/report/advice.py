@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 from ..decompose.host_frames import STALL_FRAME
+from .terminal_fit import duration
 from .words import NOT_MEASURED
 
 FT, CT, FLOOR = "framework_us", "library_us", "launch_floor_us"
@@ -72,7 +73,7 @@ def advise(summary: dict) -> list[Advice]:
     if exposed and exposed.cause and (_idle_share(s) or 100.0) < DEVICE_BOUND_IDLE_PCT:
         # device-bound: the host layer is still named, with how little there is to win
         exposed = Advice(exposed.finding, f"only worth it after the kernels (the device is busy; removing all of "
-                         f"this idle time saves at most {s['device_idle_us']:,.1f} µs summed over devices): "
+                         f"this idle time saves at most {_us(s['device_idle_us'])} summed over devices): "
                          + exposed.action, exposed.cause)
     if exposed:
         out.append(exposed)
@@ -167,7 +168,7 @@ def _verdict(s: dict) -> Advice:
         if copy:
             return copy
         return Advice(f"device-bound: the GPU was idle {idle:.0f}% of the elapsed time ({index}); kernels "
-                      f"queued behind device work for {queue or 0:,.1f} µs, which is healthy queueing here",
+                      f"queued behind device work for {_us(queue or 0)}, which is healthy queueing here",
                       "host-side fixes buy little latency; look at the kernels themselves")
     pending = (s.get("idle_by_cause_us") or {}).get("nothing_pending") or 0.0
     host_caused = 100.0 * (1 - pending / s["device_idle_us"]) if s.get("device_idle_us") else 0.0
@@ -190,7 +191,7 @@ def _copy_bound(s: dict, idle: float, index: str) -> Advice | None:
     if times is None:
         return None
     return Advice(f"copy-bound: the GPU was idle {idle:.0f}% of the elapsed time ({index}) and host↔device "
-                  f"copies kept it busy {times[0]:,.1f} µs against {times[1]:,.1f} µs of kernels (unions per kind, "
+                  f"copies kept it busy {_us(times[0])} against {_us(times[1])} of kernels (unions per kind, "
                   "all devices)", COPY_ACTION)
 
 
@@ -200,8 +201,8 @@ def _copy_heavy(s: dict) -> Advice | None:
     idle = _idle_share(s)
     if times is None or idle is None or idle < DEVICE_BOUND_IDLE_PCT:
         return None  # device-bound: the verdict says copy-bound already
-    return Advice(f"of the time the GPU was busy, copies took more than kernels: {times[0]:,.1f} µs of memcpy "
-                  f"against {times[1]:,.1f} µs of kernels (unions per kind, all devices)", COPY_ACTION)
+    return Advice(f"of the time the GPU was busy, copies took more than kernels: {_us(times[0])} of memcpy "
+                  f"against {_us(times[1])} of kernels (unions per kind, all devices)", COPY_ACTION)
 
 
 # HDBI reads device-bound at or above this value, host-bound below it (a reading, not a threshold of
@@ -249,15 +250,15 @@ def _idle_outside_orchestration(s: dict, hdbi: float, idle: float) -> str:
     if outside and outside_share >= 50.0:
         cause = max(outside, key=outside.get)
         return (head + f", and {outside_share:.0f}% of the idle time had a cause outside it; the largest is "
-                f"{_cause_label(cause)}: {outside[cause]:,.1f} µs, {100.0 * outside[cause] / total:.0f}% of the "
+                f"{_cause_label(cause)}: {_us(outside[cause])}, {100.0 * outside[cause] / total:.0f}% of the "
                 f"idle time")
     inside = {k: v for k, v in causes.items() if k in ORCHESTRATE_CAUSES}
     cause, inside_us, orch = max(inside, key=inside.get), sum(inside.values()), s.get("orchestration_us")
     off_path = (f", {inside_us / orch:.1f}× T_Orchestrate: host work off the kernels' launch paths (before the "
                 f"first kernel, between steps), which T_Orchestrate does not count" if orch and inside_us > orch else "")
-    return (head + f", while the host layers it counts caused {inside_us:,.1f} µs of idle time "
+    return (head + f", while the host layers it counts caused {_us(inside_us)} of idle time "
             f"({100.0 - outside_share:.0f}%){off_path}; the largest is {_cause_label(cause)}: "
-            f"{inside[cause]:,.1f} µs, {100.0 * inside[cause] / total:.0f}% of the idle time")
+            f"{_us(inside[cause])}, {100.0 * inside[cause] / total:.0f}% of the idle time")
 
 
 def _orchestration_hidden(s: dict, hdbi: float, idle: float) -> str:
@@ -280,7 +281,8 @@ def _index_name(s: dict) -> str:
 
 
 def _us(value) -> str:
-    return NOT_MEASURED if value is None else f"{value:,.1f} µs"
+    """µs, ms or s with at most four digits (terminal_fit.duration); missing is "not measured"."""
+    return duration(value, na=NOT_MEASURED)
 
 
 def _cause_label(cause: str) -> str:
@@ -312,8 +314,8 @@ def _exposed_layer(s: dict, meta: dict | None = None, health: list | None = None
     if doubt:
         action = (f"advice withheld: the trace's {doubt['check']} check warns ({doubt['detail']}); "
                   f"{doubt['affects']}")
-    ranked = ", ".join(f"{k} {v:,.0f} µs" for k, v in sorted(causes.items(), key=lambda kv: -kv[1])[:4])
-    return Advice(f"the device waited longest on {label}: {causes[cause]:,.1f} µs, {share:.0f}% of its idle "
+    ranked = ", ".join(f"{k} {_us(v)}" for k, v in sorted(causes.items(), key=lambda kv: -kv[1])[:4])
+    return Advice(f"the device waited longest on {label}: {_us(causes[cause])}, {share:.0f}% of its idle "
                   f"time (exposed, by cause: {ranked}){_waited_on(cause, meta or {})}", action, cause)
 
 
@@ -345,8 +347,8 @@ def _waited_on(cause: str, meta: dict) -> str:
     if cause != "dependency_wait" or not waits:
         return ""
     bounds = meta.get("launch_latency_bound_us") or {}
-    bound = ", ".join(f"device {d}: {b:,.1f} µs" for d, b in bounds.items() if b is not None)
-    calls = ", ".join(f"{w['call']} {w['us']:,.1f} µs ({w['kernels']} kernels)" for w in waits[:3])
+    bound = ", ".join(f"device {d}: {_us(b)}" for d, b in bounds.items() if b is not None)
+    calls = ", ".join(f"{w['call']} {_us(w['us'])} ({w['kernels']} kernels)" for w in waits[:3])
     return f"; waited on: {calls}; plausible launch latency learned from this trace: {bound}"
 
 
@@ -365,7 +367,7 @@ def _warmup(w: dict | None) -> Advice | None:
     ct = w.get("library_share")
     ct_text = f", {100.0 * ct:.0f}% of ΔCT" if ct is not None else ""
     return Advice(f"warm-up inside the profiled window: {w['calls']} first call(s) ({names}) took "
-                  f"{w['host_us']:,.1f} µs of host time and carry {100.0 * share:.0f}% of T_Orchestrate{ct_text}; "
+                  f"{_us(w['host_us'])} of host time and carry {100.0 * share:.0f}% of T_Orchestrate{ct_text}; "
                   "that is one-time initialisation, not steady-state cost", WARMUP_ACTION)
 
 
@@ -377,9 +379,9 @@ def _stall(summary: dict) -> Advice | None:
     if not frames:
         return None
     idle = sum(f["idle_us"] for f in frames)
-    named = ", ".join(f"{f['frame']} {f['us']:,.0f} µs of host time, {f['idle_us']:,.0f} µs of GPU idle "
+    named = ", ".join(f"{f['frame']} {_us(f['us'])} of host time, {_us(f['idle_us'])} of GPU idle "
                       f"({f['stalls']}×)" for f in frames[:3])
-    return Advice(f"host stalls kept the GPU idle for {idle:,.1f} µs (summed over devices; top frames: {named}); "
+    return Advice(f"host stalls kept the GPU idle for {_us(idle)} (summed over devices; top frames: {named}); "
                   "they are not per-op framework overhead", stall_action(summary.get("meta") or {}))
 
 
@@ -431,7 +433,7 @@ def _dominant(s: dict, warmup: dict | None = None) -> Advice:
     share = 100.0 * parts[key] / total if total else 0.0
     label, action = _TARGETS[key]
     return Advice(f"largest orchestration component ({scope}): {label}, {share:.0f}% of T_Orchestrate "
-                  f"({parts[key]:,.1f} µs of {total:,.1f} µs)", action)
+                  f"({_us(parts[key])} of {_us(total)})", action)
 
 
 def _unmeasured_orchestration(s: dict, parts: dict) -> Advice:
@@ -443,7 +445,7 @@ def _unmeasured_orchestration(s: dict, parts: dict) -> Advice:
                       "launch floor alone does not say which layer costs most",
                       "capture with the PyTorch profiler (with_stack) or Nsight with --pytorch=autograd-nvtx so "
                       "the kernels link to their framework ops")
-    measured = ", ".join(f"{_TARGETS[key][0].split(' (')[0]} {value:,.1f} µs" for key, value in parts.items())
+    measured = ", ".join(f"{_TARGETS[key][0].split(' (')[0]} {_us(value)}" for key, value in parts.items())
     return Advice(f"T_Orchestrate not measured ({', '.join(missing)} missing); measured components: {measured}",
                   "no layer is ranked on a partial sum: see the idle causes above for what the device waited on")
 
@@ -455,4 +457,4 @@ def top_idle_cause(s: dict) -> str:
     if not causes or not s.get("device_idle_us"):
         return f"{NOT_MEASURED}: no device idle time in the trace"
     cause = max(causes, key=causes.get)
-    return f"{cause} {causes[cause]:,.1f} µs ({100.0 * causes[cause] / s['device_idle_us']:.0f}%)"
+    return f"{cause} {_us(causes[cause])} ({100.0 * causes[cause] / s['device_idle_us']:.0f}%)"

@@ -9,6 +9,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..trace.errors import TraceNotFoundError
 from .advisor import advise, fit_calibration
 from .batching import Workload
 from .calibration import Calibration
@@ -44,7 +45,8 @@ def what_if(path: str | Path, options: WhatIfOptions | None = None, progress=Non
     same defaults as ``taxbreak analyze``; ``progress`` receives that analysis's stages.
 
     Raises:
-        TraceNotFoundError: ``input.not_found`` or ``run.no_traces`` when ``path`` holds nothing to read.
+        TraceNotFoundError: ``run.not_a_run`` for a directory that holds none of these, ``input.not_found``
+            for a path that does not exist; a trace's reader errors as for ``analyze``.
     """
     opts = options or WhatIfOptions()
     root = Path(path)
@@ -56,8 +58,12 @@ def what_if(path: str | Path, options: WhatIfOptions | None = None, progress=Non
 
 
 def _trace(path: Path, opts: WhatIfOptions, progress) -> dict:
-    from ..report.run import load_run
+    from ..report.run import TRACE_SUFFIXES, load_run
 
+    if path.is_dir() and not any(f.name.endswith(TRACE_SUFFIXES) for f in path.iterdir()):
+        raise TraceNotFoundError("run.not_a_run", "neither a run directory (summary.json or a trace), a sweep "
+                                 "directory (sweep.json) nor a trace", path=str(path),
+                                 hint="give a trace, or a directory written by `taxbreak profile` or `taxbreak sweep`")
     run = load_run(path, progress=progress)
     # the summary as summary.json holds it (JSON types), so a trace projects exactly as its run directory
     return _run(path, json.loads(run.analysis.to_json()), run.manifest or {}, opts)

@@ -230,3 +230,26 @@ def test_router_renormalizes_only_when_the_model_does(renormalize):
         torch.testing.assert_close(sums, torch.ones(5))
     else:
         assert (sums < 1).all()  # top-8 of 16 softmax probabilities
+
+
+def test_tiny_presets_of_one_family_are_different_networks():
+    small, large = resolve_spec("llama-3.2-1b-tiny"), resolve_spec("llama-3.2-3b-tiny")
+    assert (small.layers, small.hidden) == (2, 128)  # layers / 8, hidden / 16, floors 2 and 128
+    assert (large.layers, large.hidden, large.heads, large.kv_heads) == (3, 192, 6, 2)  # GQA ratio 3 kept
+    assert count_parameters(large) > count_parameters(small)
+    names = [f"{name}-tiny" for name in PRESETS]
+    shapes = {(resolve_spec(n).family, resolve_spec(n).layers, resolve_spec(n).hidden) for n in names}
+    assert len(shapes) == len(names)
+
+
+def test_profile_names_what_ran():
+    from taxbreak.cli.profile import model_line
+
+    spec = resolve_spec("llama-3.2-3b-tiny")
+    manifest = {"model": spec.name, "model_config": spec.as_dict(), "parameters": count_parameters(spec),
+                "device": "cpu", "dtype": "float32"}
+    line = model_line(manifest)
+    assert "llama-3.2-3b-tiny" in line and "tiny, CPU-size variant" in line
+    assert "3 layers, hidden 192" in line and f"{count_parameters(spec):,} parameters" in line
+    full = model_line({**manifest, "model": "gpt2", "model_config": PRESETS["gpt2"].as_dict()})
+    assert "(full size): 12 layers, hidden 768" in full
