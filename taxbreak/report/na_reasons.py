@@ -34,8 +34,8 @@ def na_reason(summary: dict, key: str, scope: dict | None = None, phase: str | N
     scope = summary["all"] if scope is None else scope
     if key in _PER_TOKEN:
         return BETWEEN_TOKENS if phase == "between" else NO_TOKENS
-    if key == "hdbi" and scope.get("hdbi_reason"):
-        return str(scope["hdbi_reason"])
+    if key in ("hdbi", "orchestration_us") and scope.get("hdbi_reason"):
+        return str(scope["hdbi_reason"])  # HDBI is n/a because a component of T_Orchestrate is
     if summary["all"].get("device_active_us") is None and (key in _DEVICE_KEYS or key.startswith("device")):
         return NO_DEVICE
     if "library" in key:

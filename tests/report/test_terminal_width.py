@@ -108,6 +108,9 @@ def test_between_row_shows_its_measured_kernel_and_is_explained(planted):
     text = _render(planted, 200)
     row = next(line for line in text.splitlines() if line.startswith("│ between "))
     assert "300.0 µs" in row
+    # its launch has no Python frame above it: T_orch and HDBI are n/a with that reason, not "not measured"
+    reason = between["hdbi_reason"]
+    assert f"n/a: T_orch (between): {reason}" in text and f"n/a: HDBI (between): {reason}" in text
     assert "between = time outside every prefill/decode step range" in text
     assert "n/a: kernels /token (between): no tokens are produced outside the prefill/decode steps" in text
 
