@@ -123,7 +123,7 @@ def model_line(manifest: dict) -> str:
     never mistaken for the published models (or for each other)."""
     spec = manifest.get("model_config") or {}
     name = str(manifest.get("model", "?"))
-    size = "tiny, CPU-size variant" if name.endswith("-tiny") else "full size"
+    size = "tiny, CPU-size variant; --full-size for the published shape" if name.endswith("-tiny") else "full size"
     experts = f", {spec['experts']} experts (top {spec['top_k']})" if spec.get("experts") else ""
     params = manifest.get("parameters")
     params_text = NOT_MEASURED if params is None else f"{params:,}"
