@@ -61,7 +61,7 @@ def trace_health(summary: dict, kernels: pd.DataFrame, lag_ns: dict) -> list[dic
     """The health checks of one analysed trace (module docstring), in display order."""
     s, meta, diags = summary["all"], summary["meta"], summary.get("diagnostics") or {}
     return [_links(s), _capture(meta), _timeline(lag_ns, diags), _window(kernels), _warmup(summary.get("warmup")),
-            _coverage(s), _library(s), _floor(meta)]
+            _coverage(s), _library(s), _floor(meta, s)]
 
 
 def _links(s: dict) -> dict:
@@ -142,9 +142,12 @@ def _library(s: dict) -> dict:
                   else "no library host time", "that part of ΔCT is an estimate (library_by_name_us)")
 
 
-def _floor(meta: dict) -> dict:
+def _floor(meta: dict, s: dict) -> dict:
     source, gpu = meta.get("floor_source"), meta.get("gpu")
+    if meta.get("floor_us") is None and not s.get("kernels"):  # a CPU run: no launch, no floor to doubt
+        return _check("floor", True, f"no kernels, so no launch floor (source: {source})")
     ok = source in ("measured", "given", "published:H100", "published:H200")
-    detail = f"T_sys {meta.get('floor_us')} µs from {source}; GPU: {gpu or 'not named in the trace'}"
+    floor = "not measured" if meta.get("floor_us") is None else f"{meta['floor_us']} µs"
+    detail = f"T_sys {floor} from {source}; GPU: {gpu or 'not named in the trace'}"
     return _check("floor", ok, detail, "ΔKT's floor is a placeholder: run `taxbreak floor` on this GPU or pass "
                   "--floor-us")
