@@ -34,6 +34,7 @@ import torch
 from ..readers.nsys import export_timeout_s
 from ..trace.errors import CaptureError, UsageError
 from ..trace.fileio import atomic_output, output_target, write_output
+from ..trace.progress import ProgressEvent  # stages build/warmup/baseline/record/export/analyze
 from . import manifest as mf
 from . import markers
 from .kineto_log import profiler_session
@@ -105,15 +106,6 @@ def _validate(cfg: ProfileConfig) -> None:
     if cfg.device.startswith("cuda") and not torch.cuda.is_available():
         raise CaptureError("device.unavailable", f"device {cfg.device} requested but no CUDA device is present",
                            hint="drop --device to run on the CPU")
-
-
-@dataclass
-class ProgressEvent:
-    """One progress update: ``stage`` in build/warmup/baseline/record/export/analyze."""
-
-    stage: str
-    done: int
-    total: int
 
 
 @dataclass
