@@ -104,4 +104,4 @@ def _analyze_truncated(trace: str, **options):
     from .status import stage
 
     stage(options.get("progress"), "reading trace")
-    return decompose(load_trace(trace, allow_truncated=True), **options)
+    return decompose(load_trace(trace, allow_truncated=True, progress=options.get("progress")), **options)

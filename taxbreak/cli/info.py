@@ -30,7 +30,7 @@ def info(trace: str, as_json: bool, allow_truncated: bool, quiet: bool) -> None:
 
     with working("reading", trace, quiet) as progress:
         stage(progress, "reading trace")
-        summary = summarize_tables(load_trace(trace, allow_truncated=allow_truncated))
+        summary = summarize_tables(load_trace(trace, allow_truncated=allow_truncated, progress=progress))
     if as_json:
         click.echo(json_for_terminal(json.dumps(summary, indent=1, sort_keys=True)))
         return
@@ -95,7 +95,7 @@ def convert(trace: str, out_dir: str, allow_truncated: bool, quiet: bool) -> Non
 
     with working("reading", trace, quiet) as progress:
         stage(progress, "reading trace")
-        tables = load_trace(trace, allow_truncated=allow_truncated)
+        tables = load_trace(trace, allow_truncated=allow_truncated, progress=progress)
     written = tables.to_parquet(Path(out_dir))
     for path in written:
         click.echo(safe_text(path))

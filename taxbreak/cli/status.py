@@ -41,26 +41,35 @@ class _StageBar:
 
     def __init__(self, title: str) -> None:
         from rich.console import Console  # imported on use: --help and quick errors skip rich
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
-                                   TimeElapsedColumn)
+        from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
         title = title.replace("{", "{{").replace("}", "}}")  # a file name is not a format field
         self.bar = Progress(SpinnerColumn("dots"), TextColumn(title + " · {task.description}"), BarColumn(),
-                            MofNCompleteColumn(), TimeElapsedColumn(), console=Console(stderr=True),
+                            TextColumn("{task.fields[count]}"), TimeElapsedColumn(), console=Console(stderr=True),
                             transient=True)
-        self.task = self.bar.add_task("starting", total=None)
+        self.task = self.bar.add_task("starting", total=None, count="")
 
     def __enter__(self):
         self.bar.start()
         return self.update
 
     def update(self, event) -> None:
-        """The hook: show the stage; the bar counts stages once their number is known."""
-        self.bar.update(self.task, description=markup_text(event.stage), completed=event.done, total=event.total)
+        """The hook: the stage, and a bar of the stages done or of the bytes read where the total is known."""
+        self.bar.update(self.task, description=markup_text(event.stage), completed=event.done, total=event.total,
+                        count=count_text(event))
 
     def __exit__(self, *exc) -> bool:
         self.bar.stop()
         return False
+
+
+def count_text(event) -> str:
+    """``2/5`` stages, ``45/120 MB`` read, or nothing when the total is unknown."""
+    if not event.total:
+        return ""
+    if event.unit == "bytes":
+        return f"{event.done / 1e6:,.0f}/{event.total / 1e6:,.0f} MB"
+    return f"{event.done}/{event.total}"
 
 
 def stage(hook, name: str) -> None:

@@ -13,7 +13,7 @@ from ..trace.diagnostics import Diagnostics
 from ..trace.errors import UsageError
 from ..trace.memory import release_freed_heap
 from ..trace.nesting import sorted_unique
-from ..trace.progress import ANALYZE_STAGES, ProgressHook, Stages
+from ..trace.progress import ANALYZE_STAGES, ProgressHook, Stages, reporting
 from ..trace.tables import TraceTables
 from .capture import capture_summary
 from .components import build_kernels
@@ -61,7 +61,8 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
     pattern = compile_pattern(step_pattern)
     stages = Stages(progress, ANALYZE_STAGES)
     stages.enter("reading trace")
-    source = resolve_input(path_or_tables)
+    with reporting(progress):  # the reader's bytes, to the same hook
+        source = resolve_input(path_or_tables)
     tables = source.tables
     diags = Diagnostics()
     diags.merge(tables.diagnostics)

@@ -11,6 +11,7 @@ import functools
 from pathlib import Path
 
 from ..trace.errors import TaxbreakError
+from ..trace.progress import reporting
 from ..trace.tables import TraceTables
 from .cache import cache_key, cached_load, wait_for_writes
 from .detect import KINETO, NSYS_REP, NSYS_SQLITE, TraceFormat, detect_format, resolve_trace_path
@@ -19,7 +20,8 @@ __all__ = ["TraceFormat", "detect_format", "load_trace", "parse_trace", "read_ki
            "wait_for_cache_entry"]
 
 
-def load_trace(path: str | Path, *, allow_truncated: bool = False, use_cache: bool | None = None) -> TraceTables:
+def load_trace(path: str | Path, *, allow_truncated: bool = False, use_cache: bool | None = None,
+               progress=None) -> TraceTables:
     """Read a trace file or a run directory into canonical tables.
 
     Args:
@@ -28,6 +30,8 @@ def load_trace(path: str | Path, *, allow_truncated: bool = False, use_cache: bo
         allow_truncated: keep the complete events of a truncated Kineto trace.
         use_cache: read/write the Parquet parse cache (:mod:`taxbreak.readers.cache`);
             None: on unless ``$TAXBREAK_NO_CACHE`` is set.
+        progress: a hook (``taxbreak.trace.progress``) given the bytes read of a Kineto file
+            as ``ProgressEvent("reading trace", done, total, unit="bytes")``; nothing is printed.
 
     Raises:
         TaxbreakError: ``input.*``, ``format.unknown``, ``run.*``, ``json.*``,
@@ -35,7 +39,9 @@ def load_trace(path: str | Path, *, allow_truncated: bool = False, use_cache: bo
     """
     trace_path = resolve_trace_path(path)
     parse = functools.partial(parse_trace, allow_truncated=allow_truncated)
-    return cached_load(trace_path, parse, use_cache=use_cache, variant="allow_truncated" if allow_truncated else "")
+    with reporting(progress):
+        return cached_load(trace_path, parse, use_cache=use_cache,
+                           variant="allow_truncated" if allow_truncated else "")
 
 
 def parse_trace(path: str | Path, *, allow_truncated: bool = False) -> TraceTables:

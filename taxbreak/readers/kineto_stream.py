@@ -16,6 +16,7 @@ the truncated tail. Valid files never need the whole JSON in memory.
 """
 from __future__ import annotations
 
+import os
 import queue
 import re
 import threading
@@ -30,6 +31,7 @@ try:  # ISA-L inflate: ~2.7x zlib's speed on Kineto JSON (docs/performance.md); 
 except ImportError:  # pragma: no cover - isal is a dependency; kept for platforms without its wheel
     inflate_lib = zlib
 
+from ..trace.progress import report_bytes
 from . import bounds as B
 from .kineto_events import CHUNK_BYTES, decode_chunk, find_events_array
 from .kineto_io import GZIP_MAGIC
@@ -57,11 +59,16 @@ def iter_blocks(path: Path, bounds: B.Bounds = B.Bounds()) -> Iterator[bytes]:
     with path.open("rb") as fh:
         head = fh.read(2)
         fh.seek(0)
+        size = os.fstat(fh.fileno()).st_size
         if head != GZIP_MAGIC:
             while block := fh.read(BLOCK_BYTES):
+                report_bytes(fh.tell(), size)
                 yield block
             return
-        yield from _inflate_ahead(fh, bounds)
+        for block in _inflate_ahead(fh, bounds):
+            # the compressed position (the inflate thread may be a few blocks ahead): enough for a bar
+            report_bytes(fh.tell(), size)
+            yield block
 
 
 def _inflate_blocks(fh, bounds: B.Bounds) -> Iterator[bytes]:

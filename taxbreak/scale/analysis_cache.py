@@ -116,7 +116,7 @@ def cached_analyze(path, floor_us: float | None = None, step_pattern: str | None
     if not use_cache:  # a run directory still goes through analyze's own loading
         if target.is_file():
             Stages(progress, ANALYZE_STAGES).enter("reading trace")
-        source = load_trace(target, use_cache=False) if target.is_file() else path
+        source = load_trace(target, use_cache=False, progress=progress) if target.is_file() else path
         return analyze(source, **options)
     entry = analysis_cache_dir() / analysis_key(path, floor_us, step_pattern, tokens)
     wait_for_writes(entry.name)  # this process may still be writing the entry

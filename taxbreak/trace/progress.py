@@ -8,17 +8,24 @@ them or ignore them (``progress=None``, the default, costs nothing).
 """
 from __future__ import annotations
 
+import contextlib
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Callable, Optional
 
 
 @dataclass(frozen=True)
 class ProgressEvent:
-    """One stage entered: ``done`` of ``total`` stages finished before it (``total`` None when unknown)."""
+    """One stage entered: ``done`` of ``total`` finished before it (``total`` None when unknown).
+
+    ``unit`` says what is counted: ``stages`` of the call, or ``bytes`` of the file being read
+    (sent many times while the reader works through a large trace).
+    """
 
     stage: str
     done: int
     total: Optional[int] = None
+    unit: str = "stages"
 
 
 ProgressHook = Optional[Callable[[ProgressEvent], None]]
@@ -26,6 +33,31 @@ ProgressHook = Optional[Callable[[ProgressEvent], None]]
 # what taxbreak.decompose.analyze reports, in order (here, so callers need not import the decomposer)
 ANALYZE_STAGES = ("reading trace", "finding steps", "linking launches to kernels", "attributing GPU idle",
                   "summarising phases and steps")
+
+
+# The hook of the call in progress, for the readers below it: threading it through every reader's
+# signature would change a dozen functions for one side channel. Set only by ``reporting``.
+_HOOK: ContextVar[ProgressHook] = ContextVar("taxbreak_progress", default=None)
+
+
+@contextlib.contextmanager
+def reporting(hook: ProgressHook):
+    """Within the block, :func:`report_bytes` goes to ``hook``; None keeps the caller's hook (if any)."""
+    if hook is None:
+        yield
+        return
+    token = _HOOK.set(hook)
+    try:
+        yield
+    finally:
+        _HOOK.reset(token)
+
+
+def report_bytes(done: int, total: int, stage: str = "reading trace") -> None:
+    """A reader's position in its file, for the hook of the call that asked (if any)."""
+    hook = _HOOK.get()
+    if hook is not None:
+        hook(ProgressEvent(stage, done, total, unit="bytes"))
 
 
 class Stages:

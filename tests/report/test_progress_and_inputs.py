@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import io
 
+import pytest
+
 from click.testing import CliRunner
 from rich.console import Console
 
 from taxbreak.cli.info import render_info
 from taxbreak.cli.main import main
+from taxbreak.cli.status import count_text
 from taxbreak.decompose import analyze
 from taxbreak.decompose.analysis import ANALYZE_STAGES
 from taxbreak.report.run import load_run
@@ -19,13 +22,29 @@ from taxbreak.trace.words import plural
 from .traces import write_planted
 
 
-def test_analyze_reports_every_stage_in_order_then_done(tmp_path, capsys):
+@pytest.mark.parametrize("name", ["t.json.gz", "t.json"])
+def test_analyze_reports_every_stage_in_order_then_done(tmp_path, capsys, monkeypatch, name):
+    monkeypatch.setenv("TAXBREAK_NO_CACHE", "1")  # the reader runs, so its bytes are reported
+    trace = write_planted(tmp_path / name)
     events: list[ProgressEvent] = []
-    analyze(write_planted(tmp_path / "t.json.gz"), floor_us=4.5, progress=events.append)
-    assert [e.stage for e in events] == [*ANALYZE_STAGES, "done"]
-    assert [e.done for e in events] == list(range(len(ANALYZE_STAGES) + 1))
-    assert {e.total for e in events} == {len(ANALYZE_STAGES)}
+    analyze(trace, floor_us=4.5, progress=events.append)
+    stages = [e for e in events if e.unit == "stages"]
+    assert [e.stage for e in stages] == [*ANALYZE_STAGES, "done"]
+    assert [e.done for e in stages] == list(range(len(ANALYZE_STAGES) + 1))
+    assert {e.total for e in stages} == {len(ANALYZE_STAGES)}
+    read = [e for e in events if e.unit == "bytes"]
+    size = trace.stat().st_size
+    assert read and all(e.stage == "reading trace" and e.total == size for e in read)
+    assert [e.done for e in read] == sorted(e.done for e in read) and read[-1].done == size
+    # the bytes come between "reading trace" and the next stage
+    assert events.index(read[0]) > events.index(stages[0]) and events.index(read[-1]) < events.index(stages[1])
     assert capsys.readouterr() == ("", "")  # the library printed nothing
+
+
+def test_stage_bar_counts_stages_and_megabytes():
+    assert count_text(ProgressEvent("linking", 2, 5)) == "2/5"
+    assert count_text(ProgressEvent("reading trace", 45_000_000, 120_000_000, unit="bytes")) == "45/120 MB"
+    assert count_text(ProgressEvent("writing report.html", 0, None)) == ""
 
 
 def test_load_run_passes_the_hook_on(tmp_path):
