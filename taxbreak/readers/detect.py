@@ -17,6 +17,7 @@ from pathlib import Path
 from ..trace.errors import TraceFormatError, TraceNotFoundError, UnsupportedFormatError
 from ..trace.fileio import check_input
 from ..trace.paths import read_run_manifest, run_trace_file
+from . import bounds as B
 
 KINETO = "kineto"
 NSYS_SQLITE = "nsys_sqlite"
@@ -28,6 +29,7 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _UTF8_BOM = b"\xef\xbb\xbf"
 _WIDE_BOMS = (b"\xff\xfe", b"\xfe\xff")
 _HEAD_BYTES = 4096
+_SPACE = b" \t\r\n"  # JSON whitespace
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,7 @@ def detect_format(path: str | Path) -> TraceFormat:
         raise TraceFormatError("json.encoding", "the file is UTF-16/32 encoded", str(path), location="byte 0",
                                hint="JSON traces must be UTF-8; re-save the file as UTF-8")
     text = head[3:] if head.startswith(_UTF8_BOM) else head
-    first = text.lstrip(b" \t\r\n")[:1]
+    first = text.lstrip(_SPACE)[:1] or _first_after_spaces(path, len(head))
     if first in (b"{", b"["):
         return TraceFormat(KINETO)
     if not first:
@@ -94,6 +96,23 @@ def detect_format(path: str | Path) -> TraceFormat:
         str(path),
         hint="taxbreak reads Kineto JSON (.json/.json.gz) and Nsight Systems exports (.sqlite/.nsys-rep)",
     )
+
+
+def _first_after_spaces(path: Path, offset: int) -> bytes:
+    """The first non-whitespace byte from ``offset`` on (b"" at the end): a JSON trace may open
+    with any amount of whitespace (the head alone called 4 KB of it empty); the run is bounded
+    like any value the reader must hold (``json.too_long``)."""
+    bounds = B.current()
+    with path.open("rb") as fh:
+        fh.seek(offset)
+        while block := fh.read(1 << 16):
+            rest = block.lstrip(_SPACE)
+            if rest:
+                return rest[:1]
+            offset += len(block)
+            if offset > bounds.string_bytes:
+                raise B.too_long(path, bounds, offset)
+    return b""
 
 
 def _read_head(path: Path) -> bytes:

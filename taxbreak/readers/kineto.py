@@ -36,7 +36,7 @@ from ..trace.tables import TraceMeta, TraceTables
 from . import bounds as B
 from .kineto_columns import ColumnSink
 from .kineto_events import (CHUNK_BYTES, ChunkTooLong, InvalidUtf8, chunk_indices, complete_prefix, find_events_array,
-                            gc_paused, iter_chunks)
+                            gc_paused, iter_chunks, needs_repair)
 from .kineto_io import read_trace_bytes
 from .kineto_keys import DuplicateKey, duplicate_key_error, object_members
 from .kineto_scan import reader_name
@@ -142,8 +142,11 @@ def _read_repairing(path: Path, allow_truncated: bool, parse_workers: int | None
     except InvalidUtf8:
         # Strings that are not UTF-8 (house-style malformed corpus): decode with
         # replacement and count the replaced sequences, rather than lose a whole
-        # trace over one kernel name.
-        return _read(path, allow_truncated, repair_utf8=True, helpers=0)
+        # trace over one kernel name. Escaped lone surrogates are repaired the same way.
+        try:
+            return _read(path, allow_truncated, repair_utf8=True, helpers=0)
+        except InvalidUtf8 as err:  # a bad escape the repair does not cover (\u12G4)
+            raise TraceFormatError("json.invalid", f"invalid JSON: {err}", str(path)) from None
 
 
 def _read(path: Path, allow_truncated: bool, repair_utf8: bool, helpers: int) -> TraceTables:
@@ -219,15 +222,35 @@ def _read_whole(path: Path, allow_truncated: bool, repair_utf8: bool) -> TraceTa
     data, gzip_truncation = read_trace_bytes(path, allow_truncated, bounds)
     if _NON_SPACE.search(data) is None:  # not data.strip(): that would copy the whole trace
         raise TraceFormatError("input.empty", "the trace is empty", str(path), hint="the profiler wrote nothing")
-    n_bad = 0
+    n_bad = n_surrogates = 0
     if repair_utf8:
         data, n_bad = _repair_utf8(data)
+        data, n_surrogates = _repair_surrogates(data)
     top, sink, input_events, truncation = _decode(data, path, allow_truncated, bounds)
     del data  # the JSON bytes go before the tables are assembled: a lower peak RSS
     tables = _assemble(top, sink, path, input_events, truncation or gzip_truncation)
     if n_bad:
         tables.diagnostics.add("trace.invalid_utf8", n_bad, f"{n_bad} invalid byte sequences replaced by U+FFFD")
+    if n_surrogates:
+        tables.diagnostics.add("trace.lone_surrogate", n_surrogates,
+                               f"{n_surrogates} escaped lone surrogates (\\ud800) replaced by U+FFFD")
     return tables
+
+
+# an escape \uD800-\uDBFF not followed by \uDC00-\uDFFF, or one of those not preceded by the first
+# kind; (?<!\\)(\\\\)* keeps an escaped backslash (the text "\\ud800") out
+_LONE_HIGH = re.compile(rb"(?<!\\)((?:\\\\)*)\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})")
+_LONE_LOW = re.compile(rb"(?<!\\u[dD][89abAB][0-9a-fA-F]{2})(?<!\\)((?:\\\\)*)\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+
+
+def _repair_surrogates(data: bytes) -> tuple[bytes, int]:
+    """Escaped lone UTF-16 surrogates become ``\\ufffd`` (Arrow strings are UTF-8 and cannot
+    hold them; msgspec refuses them where Python's json keeps them)."""
+    if b"\\u" not in data:
+        return data, 0
+    data, n_high = _LONE_HIGH.subn(rb"\1\\ufffd", data)
+    data, n_low = _LONE_LOW.subn(rb"\1\\ufffd", data)
+    return data, n_high + n_low
 
 
 def _repair_utf8(data: bytes | bytearray) -> tuple[bytes, int]:
@@ -262,7 +285,7 @@ def _decode_top(view: memoryview, path: Path, allow_truncated: bool) -> tuple[_T
     except msgspec.ValidationError as err:
         raise TraceFormatError("kineto.wrong_type", str(err), str(path)) from err
     except msgspec.DecodeError as err:
-        if "UTF-8" in str(err):
+        if needs_repair(err):
             raise InvalidUtf8(str(err)) from err
         if "truncated" not in str(err):
             raise _invalid_json(err, view, path) from err
@@ -390,7 +413,34 @@ def _nesting(table: pa.Table, pid: str, tid: str) -> tuple[np.ndarray, np.ndarra
     return nesting(lane, table.column("start_ns").to_numpy(), table.column("dur_ns").to_numpy())
 
 
+_HEADER_DEPTH = 32  # header values are scalars or small dicts; deeper ones cannot be kept in the meta
+
+
+def _depth_at_most(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests at most ``limit`` lists/dicts deep (iterative: no recursion)."""
+    level, stack = [value], 0
+    while level:
+        stack += 1
+        if stack > limit:
+            return False
+        level = [v for item in level if isinstance(item, (list, dict))
+                 for v in (item.values() if isinstance(item, dict) else item) if isinstance(v, (list, dict))]
+    return True
+
+
+def _shallow_header(top: _Top, diags: Diagnostics) -> None:
+    """Header keys nested past ``_HEADER_DEPTH`` (a ``traceName`` 900 lists deep) are dropped with
+    ``kineto.header_too_deep``: the meta is written as JSON and printed, and each level costs a
+    frame there (the reader's depth bound is not the writer's)."""
+    for name in top.__struct_fields__:
+        value = getattr(top, name)
+        if name != "traceEvents" and isinstance(value, (list, dict)) and not _depth_at_most(value, _HEADER_DEPTH):
+            setattr(top, name, None)
+            diags.add("kineto.header_too_deep", 1, f"{name} nested deeper than {_HEADER_DEPTH} levels, dropped")
+
+
 def _meta(top: _Top, sink: ColumnSink, path: Path, diags: Diagnostics) -> TraceMeta:
+    _shallow_header(top, diags)
     base = top.baseTimeNanoseconds
     relative = type(base) is int
     if relative and not abs(base) < _BASE_LIMIT_NS:

@@ -20,7 +20,7 @@ from . import bounds as B
 from . import kineto_vocab as V
 from .kineto_events import Args, Event, InvalidUtf8
 from .kineto_scan import ScannedEvents
-from .kineto_text import MISSING, OUT_OF_RANGE, WRONG_TYPE, IdOutOfRange, int_ids, us_text_to_ns
+from .kineto_text import MISSING, OUT_OF_RANGE, WRONG_TYPE, IdOutOfRange, int_ids, link_ids, us_text_to_ns
 
 _NO_ARGS = Args()
 _HOST_KINDS = ("python", "op", "annotation")  # in route order HOST_PY, HOST_OP, HOST_ANN
@@ -101,8 +101,15 @@ class ColumnSink:
         """One table's columns for the events at ``idx``; an event with an id no
         int64 holds is dropped (``event.id_out_of_range``) and the rest extracted again."""
         while len(idx):
+            take_odd = getattr(source, "take_odd_links", None)  # the compiled scanner reads no odd id
             try:
-                return extract(source, idx, route[idx], ts_ns[idx], dur_ns[idx]), idx
+                if take_odd:
+                    take_odd()  # what an attempt cut short by IdOutOfRange left
+                cols = extract(source, idx, route[idx], ts_ns[idx], dur_ns[idx])
+                odd = take_odd() if take_odd else ()
+                if len(odd):
+                    self._note(np.isin(idx, odd), idx, row_ids, source, "event.id_not_integer")
+                return cols, idx
             except IdOutOfRange as err:
                 beyond = idx[err.positions]
                 route[beyond] = V.ID_OUT_OF_RANGE
@@ -219,6 +226,7 @@ def metadata_tuple(e: Event) -> tuple:
 
 
 _EVENT_FIELDS = ("ph", "cat", "name", "pid", "tid", "id")
+_LINK_FIELDS = ("correlation", "external_id")  # ids that join events: typed strictly (link_ids)
 
 
 class PyEvents:
@@ -227,6 +235,13 @@ class PyEvents:
 
     def __init__(self, events: list[Event]) -> None:
         self.events = events
+        self.odd_links: list[np.ndarray] = []  # events whose link id is no integer (link_ids)
+
+    def take_odd_links(self) -> np.ndarray:
+        """The events found with a fractional or boolean link id since the last call."""
+        odd = np.unique(np.concatenate(self.odd_links)) if self.odd_links else np.zeros(0, np.int64)
+        self.odd_links = []
+        return odd
 
     def __len__(self) -> int:
         return len(self.events)
@@ -247,22 +262,29 @@ class PyEvents:
         return [metadata_tuple(self.events[i]) for i in idx.tolist()]
 
     def select(self, idx: np.ndarray) -> "_PySelection":
-        return _PySelection([self.events[i] for i in idx.tolist()])
+        return _PySelection([self.events[i] for i in idx.tolist()], self, idx)
 
 
 class _PySelection:
     """The fields of the events of one table (one list comprehension per field)."""
 
-    def __init__(self, sel: list[Event]) -> None:
+    def __init__(self, sel: list[Event], owner: PyEvents | None = None, idx: np.ndarray | None = None) -> None:
         self.sel = sel
         self.args = [e.args or _NO_ARGS for e in sel]
+        self.owner, self.idx = owner, idx
 
     def __len__(self) -> int:
         return len(self.sel)
 
     def ids(self, field: str) -> np.ndarray:
         rows = self.sel if field in _EVENT_FIELDS else self.args
-        return int_ids([getattr(r, field) for r in rows])
+        values = [getattr(r, field) for r in rows]
+        if field not in _LINK_FIELDS:
+            return int_ids(values)
+        ids, odd = link_ids(values)  # 5.5 or true links nothing (never truncated to 5 or 1)
+        if len(odd) and self.owner is not None:
+            self.owner.odd_links.append(self.idx[odd])
+        return ids
 
     def ids_or(self, field: str, fallback: str) -> np.ndarray:
         """An ``args`` id, the event's ``fallback`` field where the args lack it."""

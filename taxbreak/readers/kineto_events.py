@@ -212,8 +212,16 @@ def chunk_indices(first: int, n_events: int, bad: list[tuple[int, str]]) -> np.n
 
 
 def _raise_if_utf8(err: msgspec.DecodeError) -> None:
-    if "UTF-8" in str(err):
+    if needs_repair(err):
         raise InvalidUtf8(str(err)) from err
+
+
+def needs_repair(err: msgspec.DecodeError) -> bool:
+    """Bytes that are not UTF-8, or an escaped lone surrogate (``"\\ud800"``: msgspec says
+    "unexpected end of hex escape"; Python's json and Chrome accept it): the buffer is
+    repaired and read again (kineto._repair_text)."""
+    text = str(err)
+    return "UTF-8" in text or "hex escape" in text
 
 
 def _last_bracket(array: memoryview) -> int:

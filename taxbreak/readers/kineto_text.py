@@ -248,6 +248,24 @@ def int_ids(values: list, default: int = -1) -> np.ndarray:
     return np.array(ids, dtype=np.int64)
 
 
+def link_ids(values: list) -> tuple[np.ndarray, np.ndarray]:
+    """Correlation / External ids (:func:`int_ids`), and the positions of values that are no
+    integer: a fraction (5.5) or a boolean (true) links nothing, so it is read as absent (-1)
+    instead of being truncated to another event's id (5, 1). An integral float (5.0) is 5."""
+    kinds = set(map(type, values))
+    if bool not in kinds and float not in kinds:
+        return int_ids(values), np.zeros(0, np.int64)
+    odd = np.fromiter((type(v) is bool or (type(v) is float and not v.is_integer()) for v in values),
+                      dtype=bool, count=len(values))
+    positions = np.flatnonzero(odd)
+    if not len(positions):
+        return int_ids(values), positions
+    values = list(values)
+    for i in positions.tolist():
+        values[i] = None
+    return int_ids(values), positions
+
+
 _BEYOND = object()  # an id no int64 holds
 _ID_TEXT_CHARS = 66  # "0x" and 64 hex digits: far past uint64; longer strings are never parsed
 _NUMERIC_ID = re.compile(r"[+-]?(0[xX][0-9a-fA-F_]+|[0-9_]+)")

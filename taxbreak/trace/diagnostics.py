@@ -21,6 +21,11 @@ DIAGNOSTIC_CODES: dict[str, tuple[str, str]] = {
                                   "length/exponent bounds; skipped"),
     "event.id_out_of_range": (DATA_LOSS, "an id (pid, tid, correlation, stream, grid, flow id...) beyond "
                               "int64/uint64; skipped"),
+    "event.id_not_integer": (WARNING, "a correlation or External id that is a fraction or a boolean; read as "
+                             "absent (5.5 and true link nothing), never truncated to another event's id"),
+    "kineto.header_too_deep": (WARNING, "a top-level header value (traceName, distributedInfo...) nested deeper "
+                               "than 32 levels; dropped from the metadata"),
+    "trace.lone_surrogate": (WARNING, "an escaped lone UTF-16 surrogate (\\ud800) replaced by U+FFFD"),
     "event.unknown_category": (DATA_LOSS, "event of a category taxbreak does not model; skipped"),
     "event.profiler_span": (INFO, "the profiler's own window span (cat 'Trace'); not a workload event"),
     "event.profiler_overhead": (INFO, "the profiler's own overhead (cat 'overhead': CUPTI buffer flushes, set-up); "

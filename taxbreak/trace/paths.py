@@ -48,6 +48,9 @@ def read_run_manifest(run_dir: Path) -> dict | None:
     data = read_input_bytes(file, max_bytes=MAX_MANIFEST_BYTES, what="manifest")
     try:
         manifest = json.loads(data)
+    except RecursionError:  # json's decoder recurses once per level: a deep manifest is hostile
+        raise TraceFormatError("json.too_deep", "manifest.json nested too deeply", path=str(file),
+                               hint="a run manifest is a flat JSON object; re-run `taxbreak profile`") from None
     except ValueError as err:  # JSONDecodeError and UnicodeDecodeError
         raise TraceFormatError("run.not_a_run", f"manifest.json cannot be read: {err}", path=str(file),
                                hint="re-run `taxbreak profile` or remove the broken manifest") from err
