@@ -18,6 +18,7 @@ from ..trace.tables import TraceTables
 from .capture import capture_summary
 from .components import build_kernels
 from .floor import resolve_floor
+from .device_checks import checked_device, trace_window
 from .idle import attribute_idle, issued_path, window_pieces
 from .inputs import resolve_input
 from .health import copy_facts, trace_health
@@ -67,6 +68,7 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
     diags = Diagnostics()
     diags.merge(tables.diagnostics)
     views = build_views(tables)
+    views.device = checked_device(views.device, diags)
     nvtx = _nvtx(tables)
     floor = resolve_floor(tables, floor_us, _manifest_gpu(source.manifest))
     # from here on only the views are read: the other columns go (read again if asked for)
@@ -74,7 +76,7 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
     release_freed_heap()
     stages.enter("finding steps")
     marker = is_marker(views, pattern)
-    window = _span(views)  # the whole trace: the no-marker step and the idle attribution's window
+    window = trace_window(views, diags)  # the whole trace: the no-marker step and the idle attribution's window
     steps = find_steps(*marker_candidates(views, *nvtx), pattern, window, diags)
     busy = device_busy(views.device.start_ns, views.device.end_ns)
     # the host partition needs neither the links nor the kernels: it runs beside them (numpy
@@ -162,14 +164,6 @@ def _nvtx(tables: TraceTables):
     keep = src == "nvtx"
     start = _ints(r, "start_ns")[keep]
     return _strs(r, "name")[keep], start, start + _ints(r, "dur_ns")[keep]
-
-
-def _span(views) -> tuple[int, int]:
-    starts = [a for a in (views.host.start_ns, views.api.start_ns, views.device.start_ns) if len(a)]
-    ends = [a for a in (views.host.end_ns, views.api.end_ns, views.device.end_ns) if len(a)]
-    if not starts:
-        return 0, 0
-    return int(min(a.min() for a in starts)), int(max(a.max() for a in ends))
 
 
 def _graph_capture(views, links, kernels: pd.DataFrame) -> dict:

@@ -54,6 +54,12 @@ DIAGNOSTIC_CODES: dict[str, tuple[str, str]] = {
     "link.orphan_copy_call": (INFO, "memcpy/memset call without a device record (not a kernel launch)"),
     "link.no_op": (WARNING, "launch call outside any ATen op"),
     "link.no_torch_op": (INFO, "ATen op without an enclosing Python frame or torch-level op"),
+    "device.duplicate_activity": (WARNING, "a device row that repeats another exactly (merged or double-flushed "
+                                  "trace); counted once"),
+    "device.stream_overlap": (WARNING, "a device row that starts before the work ahead of it on its stream ended "
+                              "(another launch); moved to that end, the overlap counted once"),
+    "decompose.outlier_timestamp": (WARNING, "an event far outside the rest of the trace (ts 0, a wrapped clock); "
+                                    "left out of the analysis window"),
     "decompose.t_py_unmeasured": (INFO, "trace has no Python frames or torch-level ops; T_py not measured"),
     "decompose.negative_interval": (WARNING, "a component interval was negative and clamped to 0"),
     "decompose.no_steps": (INFO, "no step markers; the whole trace is one step"),

@@ -11,7 +11,8 @@ from conftest import shared_trace_paths
 from idle_checks import check_library_cause, measured_cause_sum
 from planted_expect import _merge  # touching pieces joined (step boundaries cut an idle piece)
 from taxbreak.decompose import analyze
-from taxbreak.decompose.analysis import _span
+from taxbreak.decompose.device_checks import trace_window
+from taxbreak.trace.diagnostics import Diagnostics
 from taxbreak.decompose.intervals import union_intervals
 from taxbreak.decompose.views import build_views
 from taxbreak.readers import load_trace
@@ -42,7 +43,7 @@ def test_launch_parts_sum_to_t_launch(analysed):
 
 def test_idle_pieces_cover_device_idle_exactly(analysed):
     a, views = analysed
-    lo, hi = _span(views)
+    lo, hi = trace_window(views, Diagnostics())
     idle = a.idle
     for device in np.unique(views.device.device):
         on = views.device.device == device
