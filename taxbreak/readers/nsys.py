@@ -28,6 +28,7 @@ from taxbreak.trace.fileio import check_input
 from taxbreak.trace.memory import release_freed_heap
 from taxbreak.trace.tables import TraceMeta, TraceTables
 
+from . import bounds as B
 from . import nsys_schema as ns
 from .nsys_api import read_api_calls
 from .nsys_db import NsysDb, open_export
@@ -136,6 +137,9 @@ def _read_tables(db: NsysDb) -> TraceTables:
     release_freed_heap()
     nvtx = read_nvtx(db, diags)
     release_freed_heap()
+    bounds = B.current()
+    api_calls, device = (_without_endless(db, t, bounds, diags) for t in (api_calls, device))
+    _check_span(db.path, bounds, (api_calls, device, nvtx.host_events, nvtx.ranges))
     meta = read_meta(db, device_ids(device), diags)
     _fold_nvtx_names(meta, nvtx)
     diags.add("nsys.invalid_utf8", db.text.invalid, db.text.example)
@@ -148,6 +152,36 @@ def _read_tables(db: NsysDb) -> TraceTables:
     meta.input_events = db.tally.read
     meta.event_counts = {**tables.counts(), "metadata": db.tally.metadata, "dropped": db.tally.dropped}
     return tables
+
+
+def _without_endless(db: NsysDb, table: pa.Table, bounds: B.Bounds, diags: Diagnostics) -> pa.Table:
+    """Rows longer than the span bound (a kernel ending at INT64_MAX: 292 years) are dropped and
+    counted, as the Kineto reader drops a ``dur`` beyond it (``event.number_out_of_range``)."""
+    endless = pc.greater(table.column("dur_ns"), bounds.span_ns)
+    n = pc.sum(endless).as_py() or 0
+    if not n:
+        return table
+    diags.add("event.number_out_of_range", n, f"{n} rows last longer than the {bounds.span_ns / 86400e9:,.0f}-day "
+              f"span bound (an end at INT64_MAX); skipped")
+    db.tally.dropped += n
+    return table.filter(pc.invert(endless))
+
+
+def _check_span(path: Path, bounds: B.Bounds, tables: tuple[pa.Table, ...]) -> None:
+    """``nsys.time_range`` when the rows span more than the bound (Kineto: ``kineto.time_range``)."""
+    tables = [t for t in tables if t.num_rows]
+    if not tables:
+        return
+    starts = [pc.min(t.column("start_ns")).as_py() for t in tables]
+    try:
+        ends = [pc.max(pc.add_checked(t.column("start_ns"), t.column("dur_ns"))).as_py() for t in tables]
+    except pa.ArrowInvalid:  # an end beyond int64: beyond any bound
+        ends = [2**63]
+    if max(ends) - min(starts) > bounds.span_ns:
+        raise TraceFormatError(
+            "nsys.time_range", f"the rows span {(max(ends) - min(starts)) / 86400e9:,.0f} days, beyond the "
+            f"{bounds.span_ns / 86400e9:,.0f}-day bound", str(path), location=f"start {min(starts)} to end {max(ends)} ns",
+            hint=f"timestamps out of any profiler's range; {B.ENV_SPAN_S} (seconds) raises the bound")
 
 
 def _fold_nvtx_names(meta: TraceMeta, nvtx: NvtxResult) -> None:

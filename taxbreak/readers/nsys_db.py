@@ -109,6 +109,7 @@ class NsysDb:
         that at most one chunk of Python tuples is alive at a time.
         """
         present = set(self.columns(table))
+        _require_times(self.path, table, specs, present)
         out = self._fetch_bulk(table, specs, present, arrow_text) if present else _to_columns([], specs)
         if out is None:
             sql = f'SELECT {", ".join(_expr(spec, present) for spec in specs)} FROM "{table}"'
@@ -248,6 +249,7 @@ def open_export(path: Path) -> NsysDb:
         TraceFormatError: ``nsys.corrupt`` (SQLite header but unreadable content).
     """
     _check_header(path)
+    _refuse_uncommitted(path)
     # immutable=1: no locks and no journal lookups; the shared traces are read-only files.
     uri = f"file:{pathname2url(str(path.resolve()))}?mode=ro&immutable=1"
     conn = None
@@ -270,6 +272,41 @@ def open_export(path: Path) -> NsysDb:
             path=str(path), location=f"{len(db.tables)} tables", hint=EXPORT_HINT,
         )
     return db
+
+
+_TIME_OUTS = ("start_ns", "end_ns")
+
+
+def _require_times(path: Path, table: str, specs: tuple[ns.Col, ...], present: set[str]) -> None:
+    """A present table whose start/end columns are all missing is a schema taxbreak does not
+    know (renamed columns): read with the defaults, every row would sit at time 0."""
+    for spec in specs:
+        if present and spec.out in _TIME_OUTS and not any(c in present for c in spec.sources):
+            raise TraceFormatError(
+                "nsys.unknown_schema", f"{table} has no {' or '.join(spec.sources)} column",
+                path=str(path), location=f"{table}: {len(present)} columns",
+                hint="an export schema this taxbreak does not read; export with a supported nsys version "
+                     "(docs/trace-model-nsys.md)")
+
+
+def _refuse_uncommitted(path: Path) -> None:
+    """An export with a rollback journal or a write-ahead log beside it is being written, or its
+    writer died mid-transaction. Read as immutable, the journal is ignored (half the kernels of an
+    open transaction were read) and a WAL's committed pages are missed: refused, never read wrong."""
+    for suffix, what in (("-journal", "a rollback journal (an uncommitted or interrupted transaction)"),
+                         ("-wal", "a write-ahead log (pages not yet checkpointed into the file)")):
+        side = path.with_name(path.name + suffix)
+        try:
+            size = side.stat().st_size
+        except OSError:
+            continue
+        if size > 0:
+            raise TraceFormatError(
+                "nsys.uncommitted", f"the export has {what} beside it", path=str(path),
+                location=f"{side.name}: {size:,} bytes",
+                hint="wait until nsys has finished writing it; if its writer died, open it once with "
+                     f"`sqlite3 {path.name} 'PRAGMA integrity_check'` (in a writable folder) to recover, "
+                     "then read it again")
 
 
 def _guard_connection(path: Path, conn: sqlite3.Connection) -> NsysDb:

@@ -42,6 +42,9 @@ ERROR_CODES: dict[str, str] = {
     "nsys.corrupt": "an SQLite file that cannot be read",
     "nsys.not_installed": "an .nsys-rep needs the nsys CLI to export it, and nsys is not on PATH",
     "nsys.export_failed": "nsys export failed",
+    "nsys.uncommitted": "an export with a non-empty -journal or -wal file beside it (being written, or its writer died)",
+    "nsys.unknown_schema": "an activity table without its start/end columns (a schema taxbreak does not know)",
+    "nsys.time_range": "the export's events span more time than the span bound ($TAXBREAK_MAX_SPAN_S)",
     "nsys.query_limit": "reading the export ran past its SQLite work bound ($TAXBREAK_NSYS_MAX_STEPS)",
     "nsys.string_limit": "a string or blob in the export is longer than $TAXBREAK_NSYS_MAX_STRING_BYTES",
     # analysis / usage

@@ -88,7 +88,7 @@ def test_any_storage_class_in_the_columns_read(tmp_path, value):
     try:
         tables = read_nsys(_mutated(tmp_path, *statements))
     except TraceFormatError as exc:
-        assert exc.code in ("nsys.corrupt",)
+        assert exc.code in ("nsys.corrupt", "nsys.time_range")  # times beyond int64 clamp to its end
     else:
         assert sum(tables.meta.event_counts.values()) == tables.meta.input_events
 
