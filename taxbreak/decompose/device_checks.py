@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..trace.diagnostics import Diagnostics
 from .intervals import running_end
@@ -33,7 +34,7 @@ def checked_device(dev: Device, diags: Diagnostics) -> Device:
     n = len(dev.start_ns)
     if n < 2:
         return dev
-    names = dev.names.combine_chunks().indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    names = pc.fill_null(dev.names.combine_chunks().indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
     keys = (names, dev.kind_codes, dev.correlation, dev.end_ns, dev.start_ns, dev.stream, dev.device, dev.process)
     order = np.lexsort(keys)
     same = np.ones(n - 1, bool)

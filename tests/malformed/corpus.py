@@ -94,7 +94,22 @@ CASES: dict[str, tuple[bytes, str]] = {
 }
 
 # Recoverable oddities: they load, with the counted diagnostic named here.
+def _deep_header(key: str, depth: int = 600) -> bytes:
+    """A header key nested within the JSON depth bound but past what the metadata keeps."""
+    return ('{"%s":' % key + _nested(depth) + ',"traceEvents":[' + _TEXT_EVENT % ("1", "1") + "]}").encode()
+
+
+_LINK_ID = ('{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":2,"dur":1,'
+            '"args":{"correlation":%s}}')
+
 RECOVERABLE: dict[str, tuple[bytes, str]] = {
+    "header_deep_trace_name.json": (_deep_header("traceName"), "kineto.header_too_deep"),
+    "header_deep_schema_version.json": (_deep_header("schemaVersion"), "kineto.header_too_deep"),
+    "header_deep_distributed_info.json": (_deep_header("distributedInfo", 901 - 2), "kineto.header_too_deep"),
+    "lone_surrogate_name.json": (_with_good(_TEXT_EVENT.replace("aten::mm", "aten::\\ud800mm") % ("3", "1")),
+                                 "trace.lone_surrogate"),
+    "correlation_float.json": (_with_good(_LINK_ID % "5.5"), "event.id_not_integer"),
+    "correlation_bool.json": (_with_good(_LINK_ID % "true"), "event.id_not_integer"),
     "ts_string.json": (json.dumps({"traceEvents": [_EVENT, {**_EVENT, "ts": "10"}]}).encode(), "event.wrong_type"),
     "pid_list.json": (json.dumps({"traceEvents": [_EVENT, {**_EVENT, "name": 7}]}).encode(), "event.wrong_type"),
     "missing_ts.json": (json.dumps({"traceEvents": [_EVENT, {k: v for k, v in _EVENT.items() if k != "ts"}]}).encode(),

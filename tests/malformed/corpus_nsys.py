@@ -56,10 +56,21 @@ CASES: dict[str, tuple[bytes, str]] = {
         "CREATE VIEW StringIds AS SELECT * FROM StringIds_x",
         f"CREATE VIEW CUPTI_ACTIVITY_KIND_KERNEL AS {ENDLESS} SELECT i AS start FROM r",
         "DROP TABLE CUPTI_ACTIVITY_KIND_RUNTIME", "DROP TABLE TARGET_INFO_GPU"), "nsys.not_an_export"),
+    # a future schema's renamed time columns: read with defaults, every kernel sat at time 0
+    "nsys_renamed_time_columns.sqlite": (_export(
+        "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL RENAME COLUMN start TO startNs",
+        "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL RENAME COLUMN end TO endNs"), "nsys.unknown_schema"),
+    "nsys_span_beyond_bound.sqlite": (_export(
+        "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 9000000000000000000, end = 9000000000000000100 "
+        "WHERE correlationId = 2"), "nsys.time_range"),
 }
 
 # name -> (bytes, diagnostic code it loads with): every hostile part ignored or read safely
 RECOVERABLE: dict[str, tuple[bytes, str]] = {
+    # a kernel ending at INT64_MAX (292 years): dropped and counted, as Kineto drops such a dur
+    "nsys_kernel_end_int64_max.sqlite": (_export(
+        "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = 9223372036854775807 WHERE correlationId = 2"),
+        "event.number_out_of_range"),
     "nsys_endless_view_kernel.sqlite": (_export(
         "DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL",
         f"CREATE VIEW CUPTI_ACTIVITY_KIND_KERNEL AS {ENDLESS} SELECT i AS start, i + 1 AS end, 0 AS deviceId FROM r"),
