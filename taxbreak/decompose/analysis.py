@@ -87,6 +87,9 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
         links = link(views, marker, diags)
         chain = op_chain(views, links, diags)
         kernels = build_kernels(views, links, floor, diags, chain)
+        # the per-device facts leave the frame's attrs: pandas deep-copies attrs on every
+        # operation, and with 4,096 devices those copies took 8 s
+        facts = {key: kernels.attrs.pop(key, None) for key in PER_DEVICE_ATTRS}
         _assign_steps(kernels, steps)
         path = issued_path(kernels)
         # the idle pieces before a launch and the stalls inside T_py read the partition's labelled segments
@@ -96,7 +99,7 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
         # the op table is the last reader of the host views: it runs beside the idle attribution
         ops_job = pool.submit(build_ops, views, kernels, links.roots)
         stages.enter("attributing GPU idle")
-        idle = attribute_idle(views, links.dev_api, lanes, steps, window, path)
+        idle = attribute_idle(views, links.dev_api, lanes, steps, window, path, diags)
         del lanes
         ops = ops_job.result()
         del ops_job
@@ -128,8 +131,8 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
         phases_df, phase_dicts, all_dict = phases_job.result()
     meta = _meta(tables, source, steps, floor, ctx, passes)
     meta["graph_capture"] = graph_capture
-    meta["launch_latency_bound_us"] = kernels.attrs.get("launch_latency_bound_us")
-    meta["dependency_waits"] = kernels.attrs.get("dependency_waits", [])
+    meta["launch_latency_bound_us"] = facts["launch_latency_bound_us"]
+    meta["dependency_waits"] = facts["dependency_waits"] or []
     meta.update(stall_meta(stalls, idle))
     summary = {"all": all_dict, "phases": phase_dicts, "steps": step_dicts, "meta": meta,
                "warmup": add_shares(warmup, all_dict), "overlap": overlap,
@@ -138,9 +141,12 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
     meta.update(copy_facts(kernels))
     meta["graph_launch_calls"] = graph_launch_calls
     # trace health opens every output, the JSON included
-    summary = {"health": trace_health(summary, kernels, kernels.attrs.get("idle_launch_lag_ns", {})), **summary}
+    summary = {"health": trace_health(summary, kernels, facts["idle_launch_lag_ns"] or {}), **summary}
     stages.finish()
     return Analysis(kernels, steps_df, phases_df, ops, partition, summary, tables, idle, chain.accounts)
+
+
+PER_DEVICE_ATTRS = ("launch_latency_bound_us", "dependency_waits", "idle_launch_lag_ns")
 
 
 def _check_arguments(floor_us, tokens) -> None:

@@ -21,6 +21,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .dependency import values_by_device
+
 TIMELINE_LAG_NS = 1_000_000  # the fastest 5 % of idle-device launches starting ≥ 1 ms late: no launch path is that slow
 MIN_LAG_SAMPLE = 10
 ORPHAN_SHARE = 0.01
@@ -50,9 +52,10 @@ def idle_launch_lag_ns(kernels: pd.DataFrame, idle_at_launch: np.ndarray) -> dic
     t_launch = kernels["t_launch_ns"].to_numpy(np.int64, na_value=-1)
     device = kernels["device"].to_numpy(np.int64)
     sample = carrier & idle_at_launch & (t_launch >= 0)
+    by_device = values_by_device(device, t_launch, sample)
     out = {}
-    for d in np.unique(device).tolist():  # one value per device
-        values = t_launch[sample & (device == d)]
+    for d in np.unique(device).tolist():  # one value per device, each from its own slice
+        values = by_device.get(d, t_launch[:0])
         out[str(d)] = int(np.percentile(values, 5)) if len(values) >= MIN_LAG_SAMPLE else None
     return out
 

@@ -36,8 +36,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..trace.diagnostics import Diagnostics
 from .intervals import running_end, take_or
-from .partition import LABELS, LaneLabels
+from .lane_labels import LaneLabels
+from .partition import LABELS
 from .steps import Steps
 from .views import Views
 
@@ -111,8 +113,10 @@ class IssuedPath:
 
 
 def attribute_idle(views: Views, dev_api: np.ndarray, lanes: LaneLabels, steps: Steps,
-                   window: tuple[int, int], issued_path: IssuedPath) -> pd.DataFrame:
-    """One row per attributed idle piece (columns ``COLUMNS``), see module docstring."""
+                   window: tuple[int, int], issued_path: IssuedPath, diags: Diagnostics) -> pd.DataFrame:
+    """One row per attributed idle piece (columns ``COLUMNS``), see module docstring. Pieces before
+    a launch are held to a budget linear in the events (lane_labels.py): the gaps summarised to
+    keep it are counted (``decompose.idle_summarised``)."""
     dev, api = views.device, views.api
     gaps = device_gaps(np.asarray(dev.device, np.int64), dev.start_ns, dev.end_ns, window)
     launch = np.where(gaps.next_row >= 0, take_or(dev_api, gaps.next_row), -1)
@@ -128,7 +132,7 @@ def attribute_idle(views: Views, dev_api: np.ndarray, lanes: LaneLabels, steps: 
     parts += [_fixed_pieces(gaps, mask, s, e, CAUSES.index(cause), next_corr, steps) for mask, s, e, cause in fixed]
     host = has_launch & (issued > gaps.start_ns)
     parts.append(_host_pieces(lanes, steps, gaps.device[host], api.lane[launch[host]],
-                              gaps.start_ns[host], issued[host], next_corr[host]))
+                              gaps.start_ns[host], issued[host], next_corr[host], diags))
     return _frame(views, parts)
 
 
@@ -173,21 +177,29 @@ def _fixed_pieces(gaps: Gaps, mask, start, end, cause: int, next_corr, steps: St
             "lane": np.full(int(keep.sum()), -1, np.int64), "next_correlation": next_corr[src]}
 
 
-def _host_pieces(lanes: LaneLabels, steps: Steps, device, lane, start, end, next_corr) -> dict:
+def _host_pieces(lanes: LaneLabels, steps: Steps, device, lane, start, end, next_corr, diags: Diagnostics) -> dict:
     """Host-side idle pieces labelled by what their launching thread was doing: the
     host partition's own segments (``LaneLabels``), cut at the query's ends."""
     src, q0, q1, q_step = cut_by_steps(start, end, steps)
     keep = q1 > q0
     src, q0, q1, q_step = src[keep], q0[keep], q1[keep], q_step[keep]
     q_lane = lane[src]
-    qid, p_start, p_end, label = lanes.pieces(q_lane, q0, q1)
+    got = lanes.pieces(q_lane, q0, q1, budget=True)
+    qid, p_start, p_end, label = got.query, got.start_ns, got.end_ns, got.label
+    n_summarised = len(np.unique(qid[got.summarised]))
+    if n_summarised:
+        diags.add("decompose.idle_summarised", n_summarised,
+                  f"{n_summarised} idle gaps span more host segments than the linear budget (many devices fed "
+                  "by one thread): one piece per cause, sums exact, placement inside the gap not kept")
     if len(qid) == 0:
         empty = np.zeros(0, np.int64)
         return {"device": empty, "start_ns": empty, "end_ns": empty, "cause": np.zeros(0, np.int8),
                 "step": empty, "lane": empty, "next_correlation": empty}
     cause = _CAUSE_OF_LABEL[label]
-    # Python/untraced time inside a run beyond the stall threshold (docs/method.md §7.1)
-    cause[lanes.in_stall(q_lane[qid], p_start)] = CAUSES.index("host_stall")
+    # Python/untraced time inside a run beyond the stall threshold (docs/method.md §7.1); a summarised
+    # query's pieces have it already (their starts are not the segments')
+    exact = np.flatnonzero(~got.summarised)
+    cause[exact[lanes.in_stall(q_lane[qid[exact]], p_start[exact])]] = CAUSES.index("host_stall")
     new = np.ones(len(qid), bool)  # merge consecutive pieces of one query with one cause
     new[1:] = (qid[1:] != qid[:-1]) | (cause[1:] != cause[:-1])
     first = np.flatnonzero(new)

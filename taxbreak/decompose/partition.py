@@ -35,6 +35,7 @@ from .host_frames import frame_flags
 from .host_labels import (DISPATCH, HOST_STALL, LABELS, PYTHON, HostIntervals, host_labels, length_stalls,
                           priority_labels, runs, stall_threshold)
 from .intervals import covered_before, union_intervals, unique_inverse
+from .lane_labels import LaneLabels
 from .steps import BETWEEN, Steps
 from .views import LAUNCH_API_KINDS, LINKABLE_API_KINDS, Views
 
@@ -91,74 +92,6 @@ def _lane_spans(views: Views) -> tuple[np.ndarray, np.ndarray]:
     np.minimum.at(lo, lane, start)
     np.maximum.at(hi, lane, end)
     return lo, hi
-
-
-@dataclass
-class LaneLabels:
-    """The labelled segments of the host partition, kept for the idle attribution.
-
-    Lane ``k``'s boundaries are ``t_ns[lane_start[k]:lane_start[k + 1]]`` (its
-    first event start to its last event end, sorted); ``label[i]`` is the label of
-    ``[t_ns[i], t_ns[i + 1])`` inside a lane (the entry at a lane's last boundary
-    is meaningless). Outside a lane's span the thread is ``untraced``.
-    """
-
-    t_ns: np.ndarray
-    label: np.ndarray
-    lane_start: np.ndarray
-    # (lane, start, end) of the Python/untraced runs beyond the stall threshold (length rule)
-    stall_runs: tuple = (np.zeros(0, np.int64),) * 3
-
-    def in_stall(self, lane: np.ndarray, t_ns: np.ndarray) -> np.ndarray:
-        """Whether each ``(lane, t_ns)`` lies in a length-rule stall run (one search per lane
-        that has runs: few)."""
-        out = np.zeros(len(t_ns), bool)
-        r_lane, r_start, r_end = self.stall_runs
-        for k in np.unique(r_lane):
-            mine = r_lane == k
-            s, e = r_start[mine], r_end[mine]  # disjoint, in time order
-            at = np.flatnonzero(lane == k)
-            pos = np.searchsorted(s, t_ns[at], side="right") - 1
-            out[at] = (pos >= 0) & (t_ns[at] < e[np.maximum(pos, 0)])
-        return out
-
-    def pieces(self, lane: np.ndarray, q0: np.ndarray, q1: np.ndarray) -> tuple[np.ndarray, ...]:
-        """``[q0, q1)`` on ``lane`` (q1 > q0) cut at the segment boundaries:
-        ``(query, start_ns, end_ns, label)``, in query order, start order within one.
-        One vectorized search per lane that has queries (a trace has few lanes)."""
-        parts = [self._lane_pieces(int(k), idx, q0[idx], q1[idx]) for k, idx in _by_lane(lane)]
-        if not parts:
-            empty = np.zeros(0, np.int64)
-            return empty, empty, empty, np.zeros(0, np.int8)
-        query, start, end, label = (np.concatenate(col) for col in zip(*parts))
-        order = np.lexsort((start, query))
-        return query[order], start[order], end[order], label[order]
-
-    def _lane_pieces(self, k: int, idx, q0, q1) -> tuple[np.ndarray, ...]:
-        t = self.t_ns[self.lane_start[k]:self.lane_start[k + 1]]
-        lab = self.label[self.lane_start[k]:max(self.lane_start[k + 1] - 1, self.lane_start[k])]
-        p0 = np.searchsorted(t, q0, side="right")  # boundaries strictly inside the query
-        p1 = np.searchsorted(t, q1, side="left")  # are t[p0] .. t[p1 - 1]
-        count = p1 - p0 + 1
-        qid = np.repeat(np.arange(len(q0)), count)
-        j = np.arange(len(qid)) - np.repeat(np.cumsum(count) - count, count)
-        at = p0[qid] + j  # the boundary that ends piece j (the query's end for the last)
-        last = j == count[qid] - 1
-        top = max(len(t) - 1, 0)
-        start = np.where(j == 0, q0[qid], t[np.clip(at - 1, 0, top)] if len(t) else 0)
-        end = np.where(last, q1[qid], t[np.clip(at, 0, top)] if len(t) else 0)
-        seg = at - 1  # the segment each piece lies in; none before the first or after the last boundary
-        inside = (seg >= 0) & (seg < len(lab))
-        label = np.zeros(len(qid), np.int8)
-        label[inside] = lab[seg[inside]]
-        return idx[qid], start, end, label
-
-
-def _by_lane(lane: np.ndarray):
-    """``(lane, positions)`` of each distinct lane."""
-    order = np.argsort(lane, kind="stable")
-    lanes, first = np.unique(lane[order], return_index=True)
-    return zip(lanes, np.split(order, first[1:]))
 
 
 @dataclass

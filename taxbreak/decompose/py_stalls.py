@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 
 from .link import NONE, Links
-from .partition import LABELS, LaneLabels
+from .lane_labels import LaneLabels
+from .partition import LABELS
 from .views import Views
 
 STALL_LABELS = np.array([label in ("host_stall", "blocked") for label in LABELS], bool)
@@ -29,7 +30,8 @@ def stall_ns(lanes: LaneLabels, lane: np.ndarray, start_ns: np.ndarray, end_ns: 
     ask = np.flatnonzero(end_ns > start_ns)
     if len(ask) == 0:
         return out
-    query, p0, p1, label = lanes.pieces(lane[ask], start_ns[ask], end_ns[ask])
+    got = lanes.pieces(lane[ask], start_ns[ask], end_ns[ask])
+    query, p0, p1, label = got.query, got.start_ns, got.end_ns, got.label
     stalled = STALL_LABELS[label] | (RUN_LABELS[label] & lanes.in_stall(lane[ask][query], p0))
     out[ask] = np.bincount(query, weights=np.where(stalled, p1 - p0, 0), minlength=len(ask)).astype(np.int64)
     return out

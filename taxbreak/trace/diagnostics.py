@@ -60,6 +60,8 @@ DIAGNOSTIC_CODES: dict[str, tuple[str, str]] = {
                               "(another launch); moved to that end, the overlap counted once"),
     "decompose.outlier_timestamp": (WARNING, "an event far outside the rest of the trace (ts 0, a wrapped clock); "
                                     "left out of the analysis window"),
+    "decompose.idle_summarised": (INFO, "idle gaps whose host part crosses more segments than the linear budget "
+                                  "(many devices fed by one thread): one piece per cause, sums exact"),
     "decompose.t_py_unmeasured": (INFO, "trace has no Python frames or torch-level ops; T_py not measured"),
     "decompose.negative_interval": (WARNING, "a component interval was negative and clamped to 0"),
     "decompose.no_steps": (INFO, "no step markers; the whole trace is one step"),
