@@ -16,6 +16,7 @@ from typing import Callable
 
 from ..readers.kineto_parallel import ENV_WORKERS
 from .task import FileResult, ManyOptions, TaskSpec, run_task
+from .workers import die_with_parent
 
 OnResult = Callable[[FileResult], None]  # raises to stop the run (on_error="fail")
 
@@ -37,11 +38,14 @@ def run_local(specs: list[TaskSpec], options: ManyOptions, n_workers: int, on_re
 def _pool(n_workers: int) -> ProcessPoolExecutor:
     # spawn, not fork: a forked child of a process that already ran Arrow's thread pool can deadlock.
     return ProcessPoolExecutor(max_workers=n_workers, mp_context=get_context("spawn"),
-                               initializer=_one_process_parse)
+                               initializer=_worker_start, initargs=(os.getpid(),))
 
 
-def _one_process_parse() -> None:
-    """Pool workers already use the cores: none forks a parse helper of its own (kineto_parallel)."""
+def _worker_start(parent_pid: int) -> None:
+    """A worker dies with the process that started it (SIGTERM or SIGKILL to ``analyze DIR`` left
+    two workers, 320 MB, and the resource tracker running for minutes), and none forks a parse
+    helper of its own: the pool's workers already use the cores (kineto_parallel)."""
+    die_with_parent(parent_pid)
     os.environ[ENV_WORKERS] = "0"
 
 

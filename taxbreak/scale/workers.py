@@ -24,6 +24,27 @@ BASE_RSS_BYTES = 250 * 1024**2
 MEMORY_HEADROOM = 0.8
 
 
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Have the kernel SIGKILL this process when its parent ends (Linux ``PR_SET_PDEATHSIG``),
+    and end now if it already has (it died before this ran). Elsewhere a no-op: the pool's own
+    shutdown is all there is. The resource tracker ends by itself once the last process that
+    holds its pipe is gone."""
+    import ctypes
+    import ctypes.util
+    import signal
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux / not glibc
+        return
+    if os.getppid() != parent_pid:
+        os._exit(1)
+
+
 def available_memory_bytes() -> int:
     """``MemAvailable`` from /proc/meminfo, else free physical pages."""
     try:

@@ -47,6 +47,7 @@ ERROR_CODES: dict[str, str] = {
     "nsys.time_range": "the export's events span more time than the span bound ($TAXBREAK_MAX_SPAN_S)",
     "nsys.query_limit": "reading the export ran past its SQLite work bound ($TAXBREAK_NSYS_MAX_STEPS)",
     "nsys.string_limit": "a string or blob in the export is longer than $TAXBREAK_NSYS_MAX_STRING_BYTES",
+    "memory.exhausted": "the process ran out of memory (a memory cap or a machine too small for the trace)",
     # analysis / usage
     "usage.invalid": "invalid option or argument",
     "usage.step_pattern": "the --step-pattern regex does not compile",
