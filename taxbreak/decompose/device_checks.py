@@ -11,8 +11,8 @@
   of kernels fitted into a 930 µs span. Its start is moved to the end of the
   work before it on the stream (the earliest it can have started), so the
   overlapped part is counted once (``device.stream_overlap``, with the ns taken
-  out). Nodes of one graph replay share a correlation and may run side by side:
-  they are not overlaps.
+  out). Only single-activity launches are checked: the nodes of one graph replay
+  share a correlation and may run side by side.
 """
 from __future__ import annotations
 
@@ -53,17 +53,18 @@ def checked_device(dev: Device, diags: Diagnostics) -> Device:
 
 
 def _without_stream_overlaps(dev: Device, diags: Diagnostics) -> Device:
-    order = np.lexsort((dev.start_ns, dev.stream, dev.device, dev.process))
+    single = np.flatnonzero(_single_launch(dev.process, dev.correlation))
+    order = single[np.lexsort((dev.start_ns[single], dev.stream[single], dev.device[single], dev.process[single]))]
+    if len(order) < 2:
+        return dev
     proc, device, stream = dev.process[order], dev.device[order], dev.stream[order]
-    start, end, corr = dev.start_ns[order], dev.end_ns[order], dev.correlation[order]
+    start, end = dev.start_ns[order], dev.end_ns[order]
     new_stream = np.concatenate([[True], (proc[1:] != proc[:-1]) | (device[1:] != device[:-1])
                                  | (stream[1:] != stream[:-1])])
-    group = np.cumsum(new_stream) - 1
     prev_end = np.empty_like(end)
     prev_end[0] = start[0]
-    prev_end[1:] = running_end(group, start, end)[:-1]
-    other_launch = np.concatenate([[False], (corr[1:] != corr[:-1]) | (corr[1:] < 0)])
-    overlap = ~new_stream & other_launch & (start < prev_end)
+    prev_end[1:] = running_end(np.cumsum(new_stream) - 1, start, end)[:-1]
+    overlap = ~new_stream & (start < prev_end)
     if not overlap.any():
         return dev
     rows = order[overlap]
@@ -77,6 +78,20 @@ def _without_stream_overlaps(dev: Device, diags: Diagnostics) -> Device:
     end_ns[rows] = np.maximum(end_ns[rows], moved_to)
     dev.start_ns, dev.end_ns = start_ns, end_ns
     return dev
+
+
+def _single_launch(process: np.ndarray, correlation: np.ndarray) -> np.ndarray:
+    """Rows whose (process, correlation) no other row shares, or without a correlation: the
+    one activity of one launch. A graph replay's nodes share theirs and may run side by side."""
+    order = np.lexsort((correlation, process))
+    p, c = process[order], correlation[order]
+    same = (p[1:] == p[:-1]) & (c[1:] == c[:-1])
+    shared = np.zeros(len(order), bool)
+    shared[1:] |= same
+    shared[:-1] |= same
+    out = np.empty(len(order), bool)
+    out[order] = ~shared
+    return out | (correlation < 0)
 
 
 def _take(dev: Device, rows: np.ndarray) -> Device:

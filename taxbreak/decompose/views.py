@@ -222,6 +222,22 @@ def _host_and_api(he: pa.Table, ac: pa.Table) -> tuple[Host, Api, np.ndarray, np
     return host, api, lane_pid, lane_tid
 
 
+def used_names_only(names: pa.ChunkedArray) -> pa.DictionaryArray:
+    """``names`` (dictionary-encoded) with only the dictionary entries some row uses, still
+    encoded: cast to plain strings, one 700 KB name shared by thousands of rows would be
+    copied once per row (past Arrow's 2 GB string capacity)."""
+    arr = names.combine_chunks()
+    if not pa.types.is_dictionary(arr.type):
+        return pc.dictionary_encode(arr)
+    codes = pc.fill_null(arr.indices, 0).to_numpy(zero_copy_only=False).astype(np.int64)
+    valid = arr.indices.is_valid().to_numpy(zero_copy_only=False)
+    used = np.unique(codes[valid])
+    remap = np.zeros(len(arr.dictionary), np.int32)
+    remap[used] = np.arange(len(used), dtype=np.int32)
+    indices = pa.array(remap[codes], type=pa.int32(), mask=~valid if not valid.all() else None)
+    return pa.DictionaryArray.from_arrays(indices, arr.dictionary.take(pa.array(used, pa.int64())))
+
+
 def _device(da: pa.Table) -> Device:
     codes, cats = _codes(da, "kind")
     work = np.isin(cats, DEVICE_WORK_KINDS)[codes] if len(codes) else np.zeros(0, dtype=bool)
@@ -235,8 +251,8 @@ def _device(da: pa.Table) -> Device:
     kind = cats[codes[row]] if len(row) else np.zeros(0, dtype=object)
     # kernel names as dictionary codes: every later per-name step works on distinct names
     names = da.column("name")
-    if not every_row:  # encoded again from the rows kept: a sync row's name is no kernel name
-        names = names.take(pa.array(row)).cast(pa.string())
+    if not every_row:  # the rows kept, their names only: a sync row's name is no kernel name
+        names = pa.chunked_array([used_names_only(names.take(pa.array(row)))])
     names = pa.chunked_array([pc.dictionary_encode(names).combine_chunks()])
     start = column("start_ns")
     return Device(row, column("process"), kind, names, column("device"), column("stream"), start,
