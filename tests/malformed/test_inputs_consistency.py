@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from click.testing import CliRunner
 
@@ -144,3 +145,38 @@ def test_a_worker_dies_with_its_parent():
     if alive:
         os.kill(pid, 9)
     assert not alive
+
+
+def test_a_long_name_shared_by_many_kernels_stays_one_dictionary_entry(tmp_path):
+    rows = ", ".join(f"({1000 + 100 * i}, {1050 + 100 * i}, 0, 7, {10 + i}, 16777216, 4, 4)" for i in range(300))
+    export = tmp_path / "x.sqlite"
+    export.write_bytes(_export("INSERT INTO StringIds VALUES (4, '" + "n" * 200_000 + "')",
+                               f"INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES {rows}",
+                               "CREATE TABLE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (start INTEGER, end INTEGER, "
+                               "deviceId INTEGER, streamId INTEGER, correlationId INTEGER, globalPid INTEGER, "
+                               "syncType INTEGER)",
+                               "INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION VALUES (40000, 40100, 0, 7, 0, "
+                               "16777216, 3)"))
+    names = load_trace(export, use_cache=False).device_activities.column("name")
+    assert pa.types.is_dictionary(names.type)
+    # 300 copies of 200 kB would be 60 MB of string data; the dictionary holds each name once
+    assert sum(chunk.dictionary.nbytes for chunk in names.chunks) < 1_000_000
+    from taxbreak.decompose import analyze
+
+    a = analyze(export)  # the device view drops the sync row's name without casting to plain strings
+    assert a.summary["all"]["kernels"] == 302
+    assert (a.kernels["name"].astype(str).str.len() == 200_000).sum() == 300
+
+
+def test_take_strings_and_the_device_view_never_copy_a_name_per_row():
+    import numpy as np
+
+    from taxbreak.decompose.views import used_names_only
+    from taxbreak.readers.nsys_db import take_strings
+
+    taken = take_strings(np.array(["k" * 1000, None, "m"], dtype=object), np.array([0, 0, 1, 2, 0]))
+    assert isinstance(taken, pa.DictionaryArray) and len(taken.dictionary) == 3
+    assert taken.to_pylist() == ["k" * 1000, "k" * 1000, None, "m", "k" * 1000]
+    kept = used_names_only(pa.chunked_array([taken]).take(pa.array([0, 2, 3])))
+    assert isinstance(kept, pa.DictionaryArray) and kept.dictionary.to_pylist() == ["k" * 1000, "m"]
+    assert kept.to_pylist() == ["k" * 1000, None, "m"]
