@@ -250,9 +250,10 @@ def _add_dependency_wait(df: pd.DataFrame, views: Views, dev_api: np.ndarray, fl
     rows = np.flatnonzero(wait > 0)
     lane = views.api.lane[dev_api[rows]]
     names = waited_on(views, lane, launch_start[rows], dev.start_ns[rows] - wait[rows] // 2)
+    lag = idle_launch_lag_ns(df, idle_at_launch)  # before the attrs: every column read deep-copies them
     df.attrs["launch_latency_bound_us"] = {str(d): None if b is None else b / 1e3 for d, b in bounds.items()} or None
     df.attrs["dependency_waits"] = wait_summary(names, wait[rows])
-    df.attrs["idle_launch_lag_ns"] = idle_launch_lag_ns(df, idle_at_launch)
+    df.attrs["idle_launch_lag_ns"] = lag
 
 
 def _add_components(df: pd.DataFrame, base: int | None, floor: Floor, is_graph: np.ndarray) -> None:
