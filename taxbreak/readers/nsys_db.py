@@ -392,11 +392,15 @@ def take_strings(values: np.ndarray, index: np.ndarray) -> pa.DictionaryArray:
     None = null): each distinct name is held once. Taken as plain strings, one 700 KB kernel
     name shared by 3,587 kernels overflowed Arrow's 2 GB string capacity after 18 s at 2.2 GB."""
     index = np.asarray(index, np.int64)
-    # one pass over the distinct values, not the rows: a row of a null value is a null row
+    # one pass over the distinct values, not the rows: a row of a null value is a null row, and the
+    # dictionary holds no null (Arrow cannot unify dictionaries with nulls)
     is_none = np.fromiter((v is None for v in values), dtype=bool, count=len(values))
-    mask = is_none[index] if is_none.any() else None
-    indices = pa.array(index.astype(np.int32), type=pa.int32(), mask=mask)
-    return pa.DictionaryArray.from_arrays(indices, pa.array(values, type=pa.string()))
+    if not is_none.any():
+        return pa.DictionaryArray.from_arrays(pa.array(index.astype(np.int32), type=pa.int32()),
+                                              pa.array(values, type=pa.string()))
+    position = (np.cumsum(~is_none) - 1).astype(np.int32)
+    indices = pa.array(np.maximum(position[index], 0), type=pa.int32(), mask=is_none[index])
+    return pa.DictionaryArray.from_arrays(indices, pa.array(values[~is_none], type=pa.string()))
 
 
 def _check_header(path: Path) -> None:

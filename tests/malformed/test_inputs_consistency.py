@@ -175,7 +175,7 @@ def test_take_strings_and_the_device_view_never_copy_a_name_per_row():
     from taxbreak.readers.nsys_db import take_strings
 
     taken = take_strings(np.array(["k" * 1000, None, "m"], dtype=object), np.array([0, 0, 1, 2, 0]))
-    assert isinstance(taken, pa.DictionaryArray) and len(taken.dictionary) == 3
+    assert isinstance(taken, pa.DictionaryArray) and taken.dictionary.to_pylist() == ["k" * 1000, "m"]
     assert taken.to_pylist() == ["k" * 1000, "k" * 1000, None, "m", "k" * 1000]
     kept = used_names_only(pa.chunked_array([taken]).take(pa.array([0, 2, 3])))
     assert isinstance(kept, pa.DictionaryArray) and kept.dictionary.to_pylist() == ["k" * 1000, "m"]
