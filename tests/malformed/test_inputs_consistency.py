@@ -85,9 +85,9 @@ def test_a_deep_manifest_is_json_too_deep(tmp_path, command):
 
 
 def test_a_manifest_past_its_bound_is_refused_unparsed(tmp_path, monkeypatch):
-    monkeypatch.setattr(paths, "MANIFEST_MAX_BYTES", 1000)
+    monkeypatch.setattr(paths, "MAX_MANIFEST_BYTES", 1000)
     run = _run_dir(tmp_path, json.dumps({"trace": "trace.json", "pad": "x" * 2000}).encode())
-    _one_error_line(["analyze", str(run)], "run.manifest_too_large")
+    _one_error_line(["analyze", str(run)], "input.too_large")
 
 
 @pytest.mark.parametrize("suffix", ["-journal", "-wal"])
