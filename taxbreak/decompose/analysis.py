@@ -75,8 +75,8 @@ def analyze(path_or_tables, floor_us: float | None = None, step_pattern: str | N
     tables = source.release_tables()
     release_freed_heap()
     stages.enter("finding steps")
+    views, window = trace_window(views, diags)  # the whole trace: the no-marker step and the idle attribution's window
     marker = is_marker(views, pattern)
-    window = trace_window(views, diags)  # the whole trace: the no-marker step and the idle attribution's window
     steps = find_steps(*marker_candidates(views, *nvtx), pattern, window, diags)
     busy = device_busy(views.device.start_ns, views.device.end_ns)
     # the host partition needs neither the links nor the kernels: it runs beside them (numpy

@@ -16,6 +16,8 @@
 """
 from __future__ import annotations
 
+from dataclasses import fields
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -101,39 +103,54 @@ def _take(dev: Device, rows: np.ndarray) -> Device:
                   dev.kind_codes[rows], dev.kind_cats)
 
 
-def trace_window(views: Views, diags: Diagnostics) -> tuple[int, int]:
-    """The analysis window: first start to last end of the events, outliers left out.
+def trace_window(views: Views, diags: Diagnostics) -> tuple[Views, tuple[int, int]]:
+    """The views without outlier events, and the analysis window: first start to last end of the rest.
 
     One stray event (``ts: 0`` in an epoch-µs trace, a wrapped clock) made the
-    window 1.7e12 µs long and every per-token and idle figure with it. An event
+    window 1.7e12 µs long, and the untraced time of its thread with it. An event
     is an outlier when it ends more than ``max(100 × IQR, 1 h)`` before the
     first quartile of the starts, or starts that far after the third (the
     quartiles of all host, API and device starts): no profiled run has an event
     that far from the bulk of its own events. Outliers are counted
-    (``decompose.outlier_timestamp``) and set no bound of the window.
+    (``decompose.outlier_timestamp``) and leave the views: they set no bound of
+    the window and no thread's span.
     """
-    parts = [(v.start_ns, v.end_ns) for v in (views.host, views.api, views.device) if len(v.start_ns)]
+    parts = [v for v in (views.host, views.api, views.device) if len(v.start_ns)]
     if not parts:
-        return 0, 0
+        return views, (0, 0)
     # the quartiles of a strided sample (<= ~1 M starts): no copy of ten million starts
-    step = max(1, sum(len(s) for s, _ in parts) // QUARTILE_SAMPLE)
-    q1, q3 = (int(q) for q in np.quantile(np.concatenate([s[::step] for s, _ in parts]), [0.25, 0.75],
+    step = max(1, sum(len(v.start_ns) for v in parts) // QUARTILE_SAMPLE)
+    q1, q3 = (int(q) for q in np.quantile(np.concatenate([v.start_ns[::step] for v in parts]), [0.25, 0.75],
                                           method="inverted_cdf"))
     gap = max(OUTLIER_IQR_FACTOR * (q3 - q1), OUTLIER_FLOOR_NS)
-    lo = hi = None
-    n_out, example = 0, 0
-    for start, end in parts:
-        outlier = (end < q1 - gap) | (start > q3 + gap)
-        if outlier.any():
-            n_out += int(outlier.sum())
-            example = int(start[np.argmax(outlier)])
-            start, end = start[~outlier], end[~outlier]
-        if len(start):
-            lo = int(start.min()) if lo is None else min(lo, int(start.min()))
-            hi = int(end.max()) if hi is None else max(hi, int(end.max()))
+    outliers = [(v.end_ns < q1 - gap) | (v.start_ns > q3 + gap) for v in (views.host, views.api, views.device)]
+    n_out = sum(int(o.sum()) for o in outliers)
     if n_out:
+        example = next(int(v.start_ns[np.argmax(o)]) for v, o in zip((views.host, views.api, views.device), outliers)
+                       if o.any())
         diags.add("decompose.outlier_timestamp", n_out,
                   f"{n_out} events lie more than {gap / 1e9:,.0f} s from the rest of the trace (e.g. one at "
                   f"{example / 1000:,.3f} µs, the bulk between {q1 / 1000:,.3f} and {q3 / 1000:,.3f} µs); "
-                  "left out of the analysis window")
-    return lo, hi
+                  "left out of the analysis")
+        views = _without(views, *(np.flatnonzero(~o) for o in outliers))
+    starts = [v.start_ns.min() for v in (views.host, views.api, views.device) if len(v.start_ns)]
+    ends = [v.end_ns.max() for v in (views.host, views.api, views.device) if len(v.end_ns)]
+    return views, (int(min(starts)), int(max(ends)))
+
+
+_CATEGORY_FIELDS = ("name_cats", "kind_cats")  # per distinct value, not per row
+
+
+def _without(views: Views, host_rows: np.ndarray, api_rows: np.ndarray, device_rows: np.ndarray) -> Views:
+    """``views`` restricted to the given rows, the lanes renumbered over the threads still present."""
+    host, api = (_rows(v, rows) for v, rows in ((views.host, host_rows), (views.api, api_rows)))
+    used = np.unique(np.concatenate([host.lane, api.lane]))
+    renumber = np.full(views.n_lanes, -1, np.int64)
+    renumber[used] = np.arange(len(used))
+    host.lane, api.lane = renumber[host.lane], renumber[api.lane]
+    return Views(host, api, _take(views.device, device_rows), len(used), views.lane_pid[used], views.lane_tid[used])
+
+
+def _rows(view, rows: np.ndarray):
+    return type(view)(**{f.name: getattr(view, f.name) if f.name in _CATEGORY_FIELDS else getattr(view, f.name)[rows]
+                         for f in fields(view)})

@@ -59,7 +59,7 @@ DIAGNOSTIC_CODES: dict[str, tuple[str, str]] = {
     "device.stream_overlap": (WARNING, "a device row that starts before the work ahead of it on its stream ended "
                               "(another launch); moved to that end, the overlap counted once"),
     "decompose.outlier_timestamp": (WARNING, "an event far outside the rest of the trace (ts 0, a wrapped clock); "
-                                    "left out of the analysis window"),
+                                    "left out of the analysis"),
     "decompose.idle_summarised": (INFO, "idle gaps whose host part crosses more segments than the linear budget "
                                   "(many devices fed by one thread): one piece per cause, sums exact"),
     "decompose.t_py_unmeasured": (INFO, "trace has no Python frames or torch-level ops; T_py not measured"),

@@ -83,6 +83,9 @@ def test_a_stray_event_at_time_zero_does_not_set_the_window():
     assert a.summary["diagnostics"]["decompose.outlier_timestamp"]["count"] == 1
     assert a.summary["all"]["wall_us"] == clean.summary["all"]["wall_us"]
     assert a.summary["all"]["device_idle_us"] == clean.summary["all"]["device_idle_us"]
+    # nor its thread's span: no 1e12 µs of untraced host time
+    assert a.summary["all"]["host_thread_us"] == clean.summary["all"]["host_thread_us"]
+    assert a.summary["all"]["host_untraced_us"] == clean.summary["all"]["host_untraced_us"]
 
 
 def _many_devices(path, devices: int):

@@ -43,7 +43,7 @@ def test_launch_parts_sum_to_t_launch(analysed):
 
 def test_idle_pieces_cover_device_idle_exactly(analysed):
     a, views = analysed
-    lo, hi = trace_window(views, Diagnostics())
+    _, (lo, hi) = trace_window(views, Diagnostics())
     idle = a.idle
     for device in np.unique(views.device.device):
         on = views.device.device == device
