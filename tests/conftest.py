@@ -91,8 +91,13 @@ def shared_traces() -> Path:
 
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory, monkeypatch):
-    """Each test gets its own cache dir so floor/parse caches never leak between tests."""
+    """Each test gets its own cache dir so floor/parse caches never leak between tests, with the
+    cache on: folder mode's ``--no-cache`` sets ``TAXBREAK_NO_CACHE`` in its own process for the
+    workers it spawns, which under CliRunner is the test process (cli/many.py)."""
     monkeypatch.setenv("TAXBREAK_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+    monkeypatch.delenv("TAXBREAK_NO_CACHE", raising=False)
+    yield
+    os.environ.pop("TAXBREAK_NO_CACHE", None)
 
 
 # In CI (CI=true) property tests draw the same examples every run, so a rare

@@ -17,6 +17,7 @@ import click
 
 from ..report.console_text import markup_text
 from ..trace.text import json_for_terminal, safe_text
+from ..trace.words import plural
 from ..scale.discover import _is_trace_name, discover, is_run_dir, is_trace_folder
 from ..trace.errors import TaxbreakError, UsageError
 
@@ -74,11 +75,11 @@ def _table(result):
         table.add_row(markup_text(row["run"]), rank, markup_text(Path(row["path"]).name),
                       *(_fmt(row.get(k), p) for k, _, p in _COLUMNS))
     if result.combined is not None:
-        _combined_rows(table, "all", f"{result.combined['traces']} traces", result.combined, phases=True)
+        _combined_rows(table, "all", plural(result.combined['traces'], 'trace'), result.combined, phases=True)
         return table
     for run, combined in result.runs.items():  # runs reported apart: each run of several ranks added up
         if combined is not None and combined["traces"] > 1:
-            _combined_rows(table, markup_text(run), f"{combined['traces']} traces", combined, phases=False)
+            _combined_rows(table, markup_text(run), plural(combined['traces'], 'trace'), combined, phases=False)
     return table
 
 
@@ -101,9 +102,9 @@ def _report_stderr(result, err, quiet: bool = False) -> None:
     # entries with a trace name that were never opened (FIFOs, devices, dangling links, loops):
     # the headline counts them, so "Analyzed 4 of 4" cannot hide a trace that was passed over
     passed = result.diagnostics.count("scale.entry_skipped")
-    passed_over = f" · {passed} entr{'ies' if passed != 1 else 'y'} passed over unopened" if passed else ""
-    err.print(f"Analyzed {ok} of {len(result.files)} traces in {result.seconds:.1f} s "
-              f"with {result.workers} worker{'s' if result.workers != 1 else ''}{skipped}{passed_over}",
+    passed_over = f" · {plural(passed, 'entry', 'entries')} passed over unopened" if passed else ""
+    err.print(f"Analyzed {ok} of {plural(len(result.files), 'trace')} in {result.seconds:.1f} s "
+              f"with {plural(result.workers, 'worker')}{skipped}{passed_over}",
               highlight=False)
 
 
