@@ -1,7 +1,7 @@
 """Analysis cache: the result of ``analyze`` kept as Arrow files next to the parse cache.
 
 The parse cache alone leaves the decomposition to redo on every run; for
-large traces that is most of the time (docs/performance.md, "Scale"). An
+large traces that is most of the time (docs/performance.md, "Cold and cached `analyze`"). An
 entry here holds the frames of an ``Analysis`` as Arrow IPC files with LZ4
 (kernels, steps, phases, ops, host_partition) plus summary.json and
 trace_meta.json, and is keyed by everything the result depends on:

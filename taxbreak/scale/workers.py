@@ -1,7 +1,7 @@
 """How many traces to analyze at once: bounded by CPUs and by available memory.
 
 Peak memory of one analysis grows with the decompressed trace size; the ratio
-below was measured with scripts/bench.py (docs/performance.md, "Scale"): peak
+below was measured with scripts/bench.py (docs/performance.md, "Many traces"): peak
 RSS of ``taxbreak analyze`` divided by the decompressed JSON size, on the
 synthetic 1 M-event trace, plus the interpreter's own footprint.
 """
@@ -15,7 +15,7 @@ from .discover import uncompressed_bytes
 
 log = logging.getLogger(__name__)
 
-# Measured with scripts/bench.py (docs/performance.md, "Scale"): peak RSS of a cold
+# Measured with scripts/bench.py (docs/performance.md, "Many traces"): peak RSS of a cold
 # `taxbreak analyze` was 252 MB / 745 MB / 5,436 MB for 22 MB / 220 MB / 2,228 MB of
 # JSON (100 k / 1 M / 10 M events). BASE + RATIO × JSON bounds all three from above.
 RSS_PER_JSON_BYTE = 2.5
