@@ -300,6 +300,8 @@ def main(argv: list[str] | None = None) -> int:
         for key, python in (("hta", hta_python), ("traceinsight", args.ti_python)):
             if python and n <= args.hta_max_events:
                 row["measures"][key] = bench_hta(trace, args.repeat, python)
+                if "analyze_cold" not in row["measures"]:  # --commands left it out: nothing to compare with
+                    continue
                 row[f"{key}_over_analyze"] = ratio(row["measures"][key], row["measures"]["analyze_cold"])
                 row[f"{key}_over_analyze_worst"] = worst_ratio(row["measures"][key], row["measures"]["analyze_cold"])
         results.append(row)
