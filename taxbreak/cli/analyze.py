@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from ..report.tables_csv import CSV_TABLES, table_csv, write_csv_tables
+from ..report.tables_csv import CSV_TABLES, check_analysis_outputs, table_csv, write_analysis_outputs
 from ..trace.errors import UsageError
 from ..trace.text import json_bytes_for_terminal
 from .errors import handle_errors
@@ -47,6 +47,8 @@ def analyze(traces: tuple[str, ...], floor_us, step_pattern, tokens, as_json: bo
         return
     from ..readers.cache import deferred_writes
 
+    if out_dir:
+        check_analysis_outputs(out_dir, csv=out_format == "csv")  # before the analysis's seconds
     with deferred_writes():  # the analysis cache is written once the output is out
         result = _analysis(trace, allow_truncated, quiet, floor_us=floor_us, step_pattern=step_pattern, tokens=tokens)
         _write_output(result, out_format, table, out_dir, top)
@@ -64,9 +66,7 @@ def _analysis(trace: str, allow_truncated: bool, quiet: bool, **options):
 def _write_output(result, out_format: str, table: str, out_dir, top: int) -> None:
     """The report, the summary JSON or one CSV table on stdout; the tables under ``out_dir``."""
     if out_dir:
-        result.to_parquet(out_dir)
-        if out_format == "csv":
-            write_csv_tables(result, out_dir)
+        write_analysis_outputs(result, out_dir, csv=out_format == "csv")
     if out_format == "csv":
         click.echo(table_csv(result, table), nl=False)
         return

@@ -7,7 +7,7 @@ import time
 
 import click
 
-from ..trace.fileio import output_target, write_output
+from ..trace.fileio import output_target, refuse_shared_outputs, write_output
 from ..trace.text import json_for_terminal, safe_text
 from .errors import handle_errors
 from .status import quiet_option, stage, status_line, working
@@ -147,6 +147,7 @@ def check(targets, budget_path, baselines, junit, markdown, as_json, allow_unmea
     started = time.perf_counter()
     run_paths, base_paths = _expand_runs(targets), _expand_runs(baselines)
     inputs = [*targets, *run_paths, budget_path, *baselines, *base_paths]
+    refuse_shared_outputs({"--junit": junit, "--markdown": markdown})
     for path in (junit, markdown):
         _refuse_output(path, inputs)
     budget = load_budget(budget_path)  # before the analysis: a bad budget fails fast

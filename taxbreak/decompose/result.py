@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ..trace.tables import TraceTables
 
 FRAMES = ("kernels", "steps", "phases", "ops", "host_partition", "idle", "op_accounts", "idle_by_cause", "devices")
+OUTPUT_FILES = (*(f"{name}.parquet" for name in FRAMES), "summary.json")  # what Analysis.to_parquet writes
 
 
 @dataclass(repr=False)
@@ -43,7 +44,7 @@ class Analysis:
         """Write every frame of ``FRAMES`` as Parquet, and ``summary.json``."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        for name in [f"{name}.parquet" for name in FRAMES] + ["summary.json"]:
+        for name in OUTPUT_FILES:
             output_target(out / name)  # a link among them refuses the whole output before any file is written
         written = []
         for name in FRAMES:

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..trace.fileio import output_target, write_output
+from ..decompose.result import OUTPUT_FILES
+from ..trace.fileio import output_target, refuse_shared_outputs, write_output
 from .sanitize import csv_frame
 
 CSV_TABLES = ("kernels", "steps", "phases")
+CSV_FILES = tuple(f"{table}.csv" for table in CSV_TABLES)
 
 
 def table_csv(analysis, table: str) -> str:
@@ -37,3 +39,21 @@ def write_csv_tables(analysis, out_dir: str | Path) -> list[Path]:
         write_output(path, table_csv(analysis, table))
         written.append(path)
     return written
+
+
+def check_analysis_outputs(out_dir: str | Path, *, csv: bool = False) -> None:
+    """Refuse every file :func:`write_analysis_outputs` would write (a link, a non-regular file,
+    two outputs on one file) before any is written, so a refusal leaves the folder as it was."""
+    out = Path(out_dir)
+    names = [*OUTPUT_FILES, *(CSV_FILES if csv else ())]
+    refuse_shared_outputs({name: out / name for name in names})
+    for name in names:
+        output_target(out / name)
+
+
+def write_analysis_outputs(analysis, out_dir: str | Path, *, csv: bool = False) -> list[Path]:
+    """The Parquet frames and ``summary.json`` into ``out_dir``, with ``csv`` also the CSV tables
+    (``taxbreak analyze -o DIR [--format csv]``); every name is checked before the first write."""
+    check_analysis_outputs(out_dir, csv=csv)
+    written = analysis.to_parquet(out_dir)
+    return written + (write_csv_tables(analysis, out_dir) if csv else [])

@@ -12,7 +12,8 @@ when it is a symbolic link (the write would land in whatever it points at)
 unless the caller asks to follow it, when it is not a regular file, and when
 it is one of the command's own inputs (``report T -o T`` would destroy the
 trace it reads). A failed write removes its temporary file and leaves the old
-file as it was.
+file as it was. A command with several outputs names them to :func:`refuse_shared_outputs`
+first: two outputs on one file would leave only the one renamed last (``usage.invalid``).
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from .errors import TraceNotFoundError
+from .errors import TraceNotFoundError, UsageError
 
 _CHUNK = 1 << 20  # bytes per os.write: a short write on a full disk is caught mid-file
 
@@ -105,6 +106,37 @@ def _stat_or_none(entry: os.DirEntry) -> list[os.stat_result]:
         return []
 
 
+def refuse_shared_outputs(outputs: dict[str, str | os.PathLike | None]) -> None:
+    """Refuse, before any work, two of one command's outputs on the same file.
+
+    ``outputs`` maps each output's option (``--junit``) to its path; None and ``-``
+    (stdout) are skipped. Paths are compared after resolving ``.``, ``..`` and links
+    of their folders, and an existing file by its inode too (a hard link is the same file):
+    each output is renamed into place, so the later one would silently replace the earlier.
+
+    Raises:
+        UsageError: ``usage.invalid`` naming both options.
+    """
+    seen: dict[object, str] = {}
+    for option, path in outputs.items():
+        if path is None or str(path) == "-":
+            continue
+        for key in _file_keys(path):
+            if key in seen:
+                raise UsageError("usage.invalid", f"{seen[key]} and {option} name the same file", path=str(path),
+                                 hint="give each output its own file")
+            seen.setdefault(key, option)
+
+
+def _file_keys(path: str | os.PathLike) -> list[object]:
+    """The resolved path of ``path`` and, when it exists, its ``(st_dev, st_ino)``."""
+    keys: list[object] = [os.path.realpath(path)]
+    with contextlib.suppress(OSError):
+        st = os.stat(path)
+        keys.append((st.st_dev, st.st_ino))
+    return keys
+
+
 def output_target(path: str | os.PathLike, *, inputs: Iterable[str | os.PathLike] = (),
                   follow_symlinks: bool = False) -> Path:
     """The file an output to ``path`` replaces, after the refusals of the module doc.
@@ -175,6 +207,14 @@ def write_chunk(fd: int, chunk: memoryview) -> None:
     """One chunk written whole (``os.write`` may write less than asked)."""
     while len(chunk):
         chunk = chunk[os.write(fd, chunk):]
+
+
+def unreadable(err: OSError, path: str | os.PathLike, what: str = "input") -> TraceNotFoundError:
+    """``input.unreadable`` (``input.not_found`` for a file gone meanwhile) for an OSError raised
+    while reading ``path``: the CLI then reports an input, not an output (cli/errors.py)."""
+    if isinstance(err, FileNotFoundError):
+        return TraceNotFoundError("input.not_found", f"no such {what}", path=str(path), hint="check the path")
+    return TraceNotFoundError("input.unreadable", f"cannot read the {what}: {err.strerror or err}", path=str(path))
 
 
 def unwritable(err: OSError, path: str | os.PathLike) -> TraceNotFoundError:

@@ -93,8 +93,67 @@ def test_folder_outputs_refuse_a_symbolic_link_before_writing_any_file(writer, t
     assert result.exit_code == 1, result.output
     assert f"error[output.is_link]: {link}" in result.stderr
     assert victim.read_bytes() == PRECIOUS
-    if writer != "analyze --format csv -o":  # the Parquet tables come first there, then the CSVs
-        assert sorted(p.name for p in link.parent.iterdir()) == [name]
+    assert sorted(p.name for p in link.parent.iterdir()) == [name]  # every name checked before the first write
+
+
+def test_analyze_csv_refuses_a_non_regular_csv_name_before_writing_the_parquet_files(trace, tmp_path):
+    out = tmp_path / "out"
+    (out / "phases.csv").mkdir(parents=True)  # the last file written: a folder, not a file
+    result = invoke(["analyze", trace, "-o", out, "--format", "csv"])
+    assert result.exit_code == 1, result.output
+    assert result.stderr.startswith(f"error[output.unwritable]: {out / 'phases.csv'}: the output exists and is "
+                                    "not a regular file"), result.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["phases.csv"]
+
+
+def _check(trace, budget, *outputs):
+    return invoke(["check", trace, "--budget", budget, *outputs, "--floor-us", FLOOR_US])
+
+
+def test_two_outputs_of_check_on_one_file_are_refused_before_any_work(trace, budget, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    same = out / "ci.txt"
+    result = _check(trace, tmp_path / "no-such-budget.toml", "--junit", same, "--markdown", same)
+    # refused before the budget is read (it does not exist) and before either file is written
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"error[usage.invalid]: {same}: --junit and --markdown name the same file"), \
+        result.stderr
+    assert "hint: give each output its own file" in result.stderr and not same.exists()
+    same.write_bytes(PRECIOUS)
+    hard = out / "hard.md"
+    os.link(same, hard)  # another name of one existing file
+    for junit, markdown in [(same, out / "." / ".." / "out" / "ci.txt"), (same, hard)]:
+        result = _check(trace, budget, "--junit", junit, "--markdown", markdown)
+        assert result.exit_code == 2 and "error[usage.invalid]" in result.stderr, (junit, markdown, result.output)
+        assert "--junit and --markdown name the same file" in result.stderr
+    assert same.read_bytes() == PRECIOUS and sorted(p.name for p in out.iterdir()) == ["ci.txt", "hard.md"]
+    result = _check(trace, budget, "--junit", out / "j.xml", "--markdown", out / "m.md")  # two files: both written
+    assert result.exit_code == 0, result.output
+    assert (out / "j.xml").read_text().startswith("<?xml") and (out / "m.md").read_text()
+
+
+def test_analyze_outputs_on_one_file_are_refused_before_the_analysis(trace, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "kernels.parquet").write_bytes(PRECIOUS)
+    os.link(out / "kernels.parquet", out / "kernels.csv")
+    result = invoke(["analyze", trace, "-o", out, "--format", "csv"])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"error[usage.invalid]: {out / 'kernels.csv'}: kernels.parquet and kernels.csv "
+                                    "name the same file"), result.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["kernels.csv", "kernels.parquet"]
+    assert (out / "kernels.parquet").read_bytes() == PRECIOUS
+
+
+def test_refuse_shared_outputs_skips_stdout_and_absent_outputs(tmp_path):
+    fileio.refuse_shared_outputs({"--junit": "-", "--markdown": "-", "--html": None, "-o": tmp_path / "a"})
+    fileio.refuse_shared_outputs({"--junit": tmp_path / "a", "--markdown": tmp_path / "b"})
+    with pytest.raises(TaxbreakError) as caught:
+        fileio.refuse_shared_outputs({"--junit": tmp_path / "a", "--markdown": tmp_path / "b",
+                                      "--html": tmp_path / "sub" / ".." / "a"})
+    assert caught.value.code == "usage.invalid" and caught.value.exit_code == 2
+    assert caught.value.message == "--junit and --html name the same file"
 
 
 @pytest.mark.parametrize("command, default", [("report", "report.html"), ("annotate", "annotated.json.gz")])
