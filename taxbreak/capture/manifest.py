@@ -24,7 +24,7 @@ from pathlib import Path
 from ..decompose.floor import DEFAULT_FLOOR_US, PUBLISHED_FLOOR_US
 from ..trace.errors import TaxbreakError
 from ..trace.fileio import write_output
-from ..trace.paths import floor_cache_path, slug
+from ..trace.paths import floor_cache_path, require_run_manifest, slug
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +76,14 @@ def write_json(path: Path, data: dict) -> None:
 
 
 def read_manifest(run_dir: str | Path) -> dict:
-    return json.loads((Path(run_dir) / MANIFEST).read_text())
+    """The run directory's ``manifest.json``, read within the bounds every manifest read keeps
+    (size, nesting, a FIFO refused unread: :func:`taxbreak.trace.paths.read_run_manifest`).
+
+    Raises:
+        TraceNotFoundError: ``run.not_a_run`` without a manifest, ``input.unreadable``, ``input.too_large``.
+        TraceFormatError: ``json.too_deep``, ``run.not_a_run`` for one that is not a JSON object.
+    """
+    return require_run_manifest(Path(run_dir))
 
 
 def _jsonable(value):

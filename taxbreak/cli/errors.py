@@ -46,8 +46,9 @@ def _handled(fn: Callable, json_errors: bool) -> Callable:
         except TaxbreakError as err:
             _fail(err, json_errors and kwargs.get("as_json"))
         except OSError as err:
-            # the readers turn every input problem into a typed error, so an OSError that
-            # reaches here comes from writing an output (-o, --junit, --markdown, ...)
+            # the readers wrap every OSError of reading an input in a typed input error
+            # (readers.parse_trace, fileio.read_input_bytes), so one that reaches here comes
+            # from writing an output (-o, --junit, --markdown, ...)
             _fail(unwritable(err), json_errors and kwargs.get("as_json"))
         except MemoryError:
             # under a memory cap (ulimit -v, a container) a 10 M-event analyze ran out after 55 s

@@ -8,7 +8,7 @@ from typing import Callable
 
 from ..trace.errors import TraceNotFoundError, UsageError
 from ..trace.fileio import check_input
-from ..trace.paths import read_run_manifest, run_trace_file
+from ..trace.paths import require_run_manifest, run_trace_file
 from ..trace.tables import DeferredTraceTables, TraceTables
 
 TRACE_NAMES = ("trace.json.gz", "trace.json", "trace.sqlite", "trace.nsys-rep")
@@ -72,16 +72,8 @@ def resolve_input(path_or_tables) -> Source:
 
 
 def _run_trace(run_dir: Path) -> tuple[Path, dict]:
-    manifest = _read_manifest(run_dir)
+    manifest = require_run_manifest(run_dir)
     return _trace_in(run_dir, manifest), manifest
-
-
-def _read_manifest(run_dir: Path) -> dict:
-    manifest = read_run_manifest(run_dir)
-    if manifest is None:
-        raise TraceNotFoundError("run.not_a_run", "directory without manifest.json", path=str(run_dir),
-                                 hint="give a run directory written by `taxbreak profile`, or a trace file")
-    return manifest
 
 
 def _trace_in(run_dir: Path, manifest: dict) -> Path:

@@ -11,6 +11,7 @@ import functools
 from pathlib import Path
 
 from ..trace.errors import TaxbreakError
+from ..trace.fileio import unreadable
 from ..trace.progress import reporting
 from ..trace.tables import TraceTables
 from .cache import cache_key, cached_load, wait_for_writes
@@ -45,8 +46,21 @@ def load_trace(path: str | Path, *, allow_truncated: bool = False, use_cache: bo
 
 
 def parse_trace(path: str | Path, *, allow_truncated: bool = False) -> TraceTables:
-    """Parse one trace file with the reader its content calls for (no caching)."""
+    """Parse one trace file with the reader its content calls for (no caching).
+
+    Raises:
+        TaxbreakError: as :func:`load_trace`; an OSError of any reader while it reads ``path``
+            (an I/O error, a file removed meanwhile) as ``input.unreadable`` / ``input.not_found``
+            with the path, so that the CLI never reports it as an output it could not write.
+    """
     path = Path(path)
+    try:
+        return _parse(path, allow_truncated)
+    except OSError as err:
+        raise unreadable(err, path, what="trace") from err
+
+
+def _parse(path: Path, allow_truncated: bool) -> TraceTables:
     fmt = detect_format(path)
     if fmt.kind == KINETO:
         from .kineto import read_kineto  # on use: a cached trace needs no reader

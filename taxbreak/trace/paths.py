@@ -6,7 +6,7 @@ import os
 import re
 from pathlib import Path
 
-from .errors import TraceFormatError, UnsupportedFormatError
+from .errors import TraceFormatError, TraceNotFoundError, UnsupportedFormatError
 from .fileio import read_input_bytes
 
 
@@ -56,6 +56,19 @@ def read_run_manifest(run_dir: Path) -> dict | None:
                                hint="re-run `taxbreak profile` or remove the broken manifest") from err
     if not isinstance(manifest, dict):
         raise TraceFormatError("run.not_a_run", "manifest.json is not a JSON object", path=str(file))
+    return manifest
+
+
+def require_run_manifest(run_dir: Path) -> dict:
+    """:func:`read_run_manifest` for a folder that must be a run directory.
+
+    Raises:
+        TraceNotFoundError: ``run.not_a_run`` without a manifest; the errors of :func:`read_run_manifest`.
+    """
+    manifest = read_run_manifest(run_dir)
+    if manifest is None:
+        raise TraceNotFoundError("run.not_a_run", "directory without manifest.json", path=str(run_dir),
+                                 hint="give a run directory written by `taxbreak profile`, or a trace file")
     return manifest
 
 

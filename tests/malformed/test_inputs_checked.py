@@ -3,6 +3,7 @@ names stays where it may: FIFOs, devices, oversized budgets, manifests naming fi
 their run folder, report names read as options (docs/reliability.md, "Inputs and outputs")."""
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -12,9 +13,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from taxbreak.capture.manifest import read_manifest
 from taxbreak.cli.main import main
+from taxbreak.readers import parse_trace
 from taxbreak.report.budget import MAX_BUDGET_BYTES
 from taxbreak.synth.bigtrace import write_big_kineto
+from taxbreak.trace.errors import TaxbreakError
+from taxbreak.trace.paths import MAX_MANIFEST_BYTES
 
 FIFO_COMMANDS = {  # the FIFO is f, a good trace t, a good budget b
     "analyze (cache on)": lambda f, t, b: ["analyze", f],
@@ -164,3 +169,58 @@ def test_gzip_inputs_are_checked_like_plain_ones(tmp_path):
     link.symlink_to("/dev/zero")
     result = CliRunner().invoke(main, ["info", str(link)])
     assert result.exit_code == 1 and result.stderr.startswith(f"error[input.unreadable]: {link}")
+
+
+def _failing_reader(monkeypatch, exc: OSError) -> None:
+    """The Kineto reader hits ``exc`` mid-read (a disk's I/O error, a file removed meanwhile)."""
+    import taxbreak.readers.kineto as kineto
+
+    def read_kineto(path, **_):
+        raise exc
+
+    monkeypatch.setattr(kineto, "read_kineto", read_kineto)
+
+
+@pytest.mark.parametrize("args", [["analyze", "{t}", "--no-cache"], ["report", "{t}", "-o", "{t}.html"],
+                                  ["check", "{t}", "--budget", "{b}", "--junit", "{t}.xml"]])
+def test_an_os_error_while_reading_an_input_is_an_input_error_not_an_output_one(args, trace, budget, monkeypatch,
+                                                                                cache):
+    _failing_reader(monkeypatch, OSError(errno.EIO, "Input/output error"))
+    result = CliRunner().invoke(main, [a.format(t=trace, b=budget) for a in args])
+    assert result.exit_code == 1, result.output
+    assert result.stderr.startswith(f"error[input.unreadable]: {trace}: cannot read the trace: Input/output error"), \
+        result.stderr
+    assert "output.unwritable" not in result.stderr and not os.path.exists(f"{trace}.html")
+
+
+def test_parse_trace_types_every_os_error_of_its_readers(trace, monkeypatch):
+    _failing_reader(monkeypatch, FileNotFoundError(errno.ENOENT, "No such file or directory"))
+    with pytest.raises(TaxbreakError) as caught:
+        parse_trace(trace)
+    assert (caught.value.code, caught.value.path) == ("input.not_found", str(trace))
+
+
+def _manifest_error(run_dir: Path) -> str:
+    with pytest.raises(TaxbreakError) as caught:
+        read_manifest(run_dir)
+    assert caught.value.path in (str(run_dir), str(run_dir / "manifest.json"))
+    return caught.value.code
+
+
+def test_capture_read_manifest_keeps_the_manifest_bounds(tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    assert _manifest_error(run_dir) == "run.not_a_run"  # none there
+    manifest = run_dir / "manifest.json"
+    manifest.write_text('{"new_tokens": 4, "runs": 2}')
+    assert read_manifest(run_dir) == {"new_tokens": 4, "runs": 2}
+    manifest.write_text("[" * 100_000 + "]" * 100_000)  # json's decoder recurses once per level
+    assert _manifest_error(run_dir) == "json.too_deep"
+    manifest.write_text("[1, 2]")
+    assert _manifest_error(run_dir) == "run.not_a_run"
+    with open(manifest, "wb") as fh:  # sparse: its size is what counts, nothing is read
+        fh.truncate(MAX_MANIFEST_BYTES + 1)
+    assert _manifest_error(run_dir) == "input.too_large"
+    manifest.unlink()
+    os.mkfifo(manifest)  # opening it for reading would block forever: the test would hang
+    assert _manifest_error(run_dir) == "input.unreadable"
