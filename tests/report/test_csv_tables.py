@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from taxbreak.cli.main import main
 from taxbreak.decompose import analyze
-from taxbreak.report.tables_csv import CSV_TABLES, table_csv, write_csv_tables
+from taxbreak.report.tables_csv import CSV_TABLES, table_csv, write_analysis_outputs, write_csv_tables
 
 
 def _analyze(*args):
@@ -59,6 +59,9 @@ def test_output_dir_gets_the_three_csv_files_beside_the_parquet(planted, tmp_pat
         assert (out / f"{table}.csv").read_text() == table_csv(analysis, table)
         assert (out / f"{table}.parquet").is_file()
     assert [p.name for p in write_csv_tables(analysis, tmp_path / "lib")] == ["kernels.csv", "steps.csv", "phases.csv"]
+    written = [p.name for p in write_analysis_outputs(analysis, tmp_path / "all", csv=True)]
+    assert written[-4:] == ["summary.json", "kernels.csv", "steps.csv", "phases.csv"]
+    assert sorted(written) == sorted(p.name for p in out.iterdir())  # what `analyze -o DIR --format csv` wrote
 
 
 @pytest.mark.parametrize("args", [["--json", "--format", "csv"], ["--format", "xml"], ["--table", "ops"]])
