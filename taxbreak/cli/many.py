@@ -205,7 +205,11 @@ def run_folder(folder, *, output: str | None = None, as_json: bool = False, part
     if as_json:
         click.echo(json_for_terminal(text))
     else:
-        Console(width=120).print(_table(result))
+        from ..report.serving import render_run_skews
+
+        console = Console(width=120)
+        console.print(_table(result))
+        render_run_skews(result.skew, console)
     _report_stderr(result, Console(stderr=True, width=120), quiet)
     if partitioned and not quiet:
         click.echo(f"wrote {len(result.exported)} Parquet files under {safe_text(output)}", err=True)

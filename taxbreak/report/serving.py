@@ -16,9 +16,9 @@ def _fmt(value, pattern: str = "{:,.1f}") -> str:
     return NA if value is None else pattern.format(value)
 
 
-def render_ranks(ranks: dict, console: Console, top: int = 10) -> None:
+def render_ranks(ranks: dict, console: Console, top: int = 10, title: str = "Cross-rank skew") -> None:
     """Cross-rank skew (the ``ranks`` JSON object): lateness, late ranks, its causes, per step."""
-    console.print("[bold]Cross-rank skew[/bold]")
+    console.print(f"[bold]{title}[/bold]")
     if ranks.get("reason"):
         console.print(f"skew: {NA} ({_name(ranks['reason'])})")
         return
@@ -36,6 +36,16 @@ def render_ranks(ranks: dict, console: Console, top: int = 10) -> None:
     if unmatched:
         console.print("collectives not matched on every rank (left out): "
                       + ", ".join(f"{_name(k)} {v}" for k, v in unmatched.items()))
+
+
+def render_run_skews(skews: dict[str, dict], console: Console, top: int = 5) -> None:
+    """The cross-rank skew of each run of a folder (``ManyResult.skew``): the section of
+    :func:`render_ranks` where a run's ranks were aligned, else one line with the reason."""
+    for run, ranks in skews.items():
+        if ranks.get("reason"):
+            console.print(f"Cross-rank skew, run {_name(run)}: {NA} ({_name(ranks['reason'])})")
+        else:
+            render_ranks(ranks, console, top, title=f"Cross-rank skew, run {_name(run)}")
 
 
 def _render_causes(ranks: dict, console: Console) -> None:

@@ -48,6 +48,8 @@ class ManyResult:
     engine: str = "local"
     # why ``combined`` (or a run of ``runs``) is None: {"all" or run: reason}; empty when all is combined
     not_combined: dict[str, str] = field(default_factory=dict)
+    # per run: its cross-rank skew (the ``ranks`` object of docs/serving.md §1), or ``reason`` why n/a
+    skew: dict[str, dict] = field(default_factory=dict)
 
     @property
     def failed(self) -> list[FileResult]:
@@ -60,6 +62,7 @@ class ManyResult:
                   "all": f.summary.get("all") if f.summary else None,
                   "phases": f.summary.get("phases") if f.summary else None} for f in self.files]
         return {"files": files, "combined": self.combined, "runs": self.runs, "not_combined": self.not_combined,
+                "skew": self.skew,
                 "engine": self.engine,
                 "workers": self.workers, "diagnostics": self.diagnostics.as_dict(),
                 "exported": list(self.exported)}
@@ -133,8 +136,11 @@ def analyze_many(
     ok = [r for r in results if r.is_ok]
     runs, combined, not_combined = _combine(ok, combine_runs, diagnostics)
     exported = [f for r in ok for f in r.files]
+    from .ranks import run_skews
+
+    skew = run_skews(results, options, engine)
     return ManyResult(results, combined, diagnostics, n_workers,
-                      time.perf_counter() - start, exported, runs, engine, not_combined)
+                      time.perf_counter() - start, exported, runs, engine, not_combined, skew)
 
 
 def _combine(ok: list[FileResult], combine_runs: bool, diagnostics: Diagnostics):

@@ -154,10 +154,19 @@ def run_task(spec: TaskSpec, options: ManyOptions) -> FileResult:
             settle_run(result, analysis.tables.meta, spec, options)
             if options.dataset_url is not None:
                 result.files = _commit(analysis, result, spec, options)
+            elif options.use_cache and _one_of_ranks(result, spec, options):
+                from ..readers.cache import wait_for_writes
+
+                wait_for_writes()  # the cache entry is whole when the result returns: run_skews reads it back
     except Exception as err:  # noqa: BLE001 - reported per file; on_error decides
         result.error = error_dict(err)
     result.seconds = time.perf_counter() - start
     return result
+
+
+def _one_of_ranks(result: FileResult, spec: TaskSpec, options: ManyOptions) -> bool:
+    """Whether the trace may share its run with other ranks (the cross-rank skew reads it again)."""
+    return (result.world_size or 0) > 1 or bool(options.run_id) or spec.hint is not None
 
 
 def _commit(analysis, result: FileResult, spec: TaskSpec, options: ManyOptions) -> list[str]:
