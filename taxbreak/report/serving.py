@@ -43,7 +43,7 @@ def render_run_skews(skews: dict[str, dict], console: Console, top: int = 5) -> 
     :func:`render_ranks` where a run's ranks were aligned, else one line with the reason."""
     for run, ranks in skews.items():
         if ranks.get("reason"):
-            console.print(f"Cross-rank skew, run {_name(run)}: {NA} ({_name(ranks['reason'])})")
+            console.print(f"Cross-rank skew, run {_name(run)}: {NA} ({_name(ranks['reason'])})", soft_wrap=True)
         else:
             render_ranks(ranks, console, top, title=f"Cross-rank skew, run {_name(run)}")
 

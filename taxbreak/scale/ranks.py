@@ -103,8 +103,8 @@ def _why_not(ranks: list[FileResult], mixed: str | None, options: ManyOptions, e
         return "a custom analyze_fn: the ranks' frames are kept nowhere"
     if not options.use_cache or engine != "local" or any("://" in f.path and not f.path.startswith("file://")
                                                           for f in ranks):
-        return ("the ranks' frames are kept in neither a dataset nor this machine's analysis cache "
-                "(--no-cache, a remote trace or --engine dask): add -o OUT --partitioned, or run taxbreak ranks")
+        return ("the ranks' frames are in neither a dataset nor the analysis cache here (--no-cache, "
+                "a remote trace or --engine dask): add -o OUT --partitioned")
     return None
 
 
