@@ -122,9 +122,11 @@ def write_partitions(analysis, out_dir: str, run_id: str, rank: int = 0, part_id
     return write_files(fs, root.rstrip("/"), partition_files(analysis, run_id, rank, part_id))
 
 
-def read_partitioned(out_dir: str | Path, table: str = "kernels") -> pa.Table:
-    """The whole ``table`` dataset under ``out_dir`` with ``run``, ``rank`` and ``phase`` columns."""
+def read_partitioned(out_dir: str | Path, table: str = "kernels", run: str | None = None,
+                     columns: list[str] | None = None) -> pa.Table:
+    """The ``table`` dataset under ``out_dir`` with ``run``, ``rank`` and ``phase`` columns: whole,
+    or the partitions of one ``run`` only (the others are not read), or some ``columns``."""
     fs, root = url_to_fs(str(out_dir))
     dataset = ds.dataset(f"{root.rstrip('/')}/{table}", filesystem=fs, format="parquet",
                          partitioning=ds.partitioning(PARTITION_SCHEMA, flavor="hive"))
-    return dataset.to_table()
+    return dataset.to_table(columns=columns, filter=None if run is None else ds.field("run") == run)

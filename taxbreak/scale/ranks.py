@@ -42,8 +42,10 @@ def rank_skew_of_dataset(url: str | Path, run: str | None = None) -> RankSkew:
         UsageError: ``usage.invalid`` when ``run`` is None and the dataset holds several runs, or
             when it names a run the dataset does not hold.
     """
-    frames = {name: read_partitioned(url, name).to_pandas() for name in TABLES}
+    frames = {name: read_partitioned(url, name, run).to_pandas() for name in TABLES}  # run None: every run
     runs = sorted(frames["kernels"]["run"].astype(str).unique())
+    if run is not None and not runs:  # no such run: name the runs it holds
+        runs = sorted(read_partitioned(url, "kernels", columns=["run"]).column("run").to_pandas().astype(str).unique())
     run = _chosen_run(runs, run, str(url))
     ranks = sorted(int(r) for r in frames["kernels"].loc[frames["kernels"]["run"] == run, "rank"].unique())
     per_rank = [RankFrames(*(_of(frames[name], run, r) for name in TABLES)) for r in ranks]
@@ -81,6 +83,8 @@ def run_skews(files: list[FileResult], options: ManyOptions, engine: str = "loca
             summary = not_aligned(why, ranks) if why else _aligned(run, ranks, options).summary
         except (TaxbreakError, OSError) as err:  # a trace gone or changed since its task: n/a, not a crash
             summary = not_aligned(f"its frames could not be read back: {getattr(err, 'message', err)}", ranks)
+        except KeyError as err:  # frames of a custom analyze_fn or an older dataset without a column
+            summary = not_aligned(f"its frames lack the column {err} the skew reads", ranks)
         out[run] = {k: v for k, v in summary.items() if k != "per_collective"}
     return out
 

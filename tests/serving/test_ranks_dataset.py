@@ -52,3 +52,10 @@ def test_cli_reads_the_dataset(dataset):
     assert json.loads(out.output)["ranks"]["lateness_us"] == direct.summary["lateness_us"]
     bad = CliRunner().invoke(main, ["ranks", str(root), "-q"])
     assert bad.exit_code == 2 and "--run" in bad.output
+
+
+def test_an_unknown_run_names_the_runs_held(dataset):
+    root, _ = dataset
+    with pytest.raises(UsageError, match="holds no run 'nope'") as err:
+        rank_skew_of_dataset(root, "nope")
+    assert err.value.hint == "name one with --run: run-a, run-b"
