@@ -4,8 +4,8 @@
 :func:`dispatch_folder` first: a folder that :func:`taxbreak.scale.is_trace_folder`
 accepts goes to :func:`run_folder`; ``-o OUT`` writes ``OUT/summary.json``, or with
 ``--partitioned`` the hive-partitioned dataset.
-stdout is data (the table or JSON), stderr is people (progress, skipped files,
-diagnostics, the closing summary line).
+stdout is data (the table or JSON), stderr is people (traces done of all while they run,
+skipped files, diagnostics, the closing summary line).
 """
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from pathlib import Path
 import click
 
 from ..report.console_text import markup_text
+from .status import working
 from ..trace.text import json_for_terminal, safe_text
 from ..trace.words import plural
 from ..scale.discover import _is_trace_name, discover, is_run_dir, is_trace_folder
@@ -174,6 +175,13 @@ def dispatch_folder(traces: tuple[str, ...] | str, scale_opts: dict, *, out_dir:
     return True
 
 
+def _inputs_label(folder, inputs: list[str]) -> str:
+    """What the progress line names: the one folder or URL given, else the count of traces."""
+    if isinstance(folder, (str, Path)):
+        return str(folder)
+    return str(folder[0]) if len(folder) == 1 else plural(len(inputs), "trace")
+
+
 def run_folder(folder, *, output: str | None = None, as_json: bool = False, partitioned: bool = False,
                run_id: str | None = None, workers: int | None = None, on_error: str = "fail",
                use_cache: bool = True, floor_us: float | None = None, step_pattern: str | None = None,
@@ -190,10 +198,12 @@ def run_folder(folder, *, output: str | None = None, as_json: bool = False, part
     if not inputs:
         raise UsageError("run.no_traces", "no trace to analyze", path=", ".join(map(str, folder if not isinstance(
             folder, (str, Path)) else [folder])), hint="expected files ending in .json, .json.gz, .sqlite, .nsys-rep")
-    result = analyze_many(inputs, workers=workers, on_error=on_error, floor_us=floor_us,
-                          step_pattern=step_pattern, use_cache=use_cache, run_id=run_id,
-                          export_dir=output if partitioned else None, engine=engine,
-                          scheduler=scheduler, scheduler_file=scheduler_file, combine_runs=combine_runs)
+    with working("analyzing", _inputs_label(folder, inputs), quiet) as progress:
+        result = analyze_many(inputs, workers=workers, on_error=on_error, floor_us=floor_us,
+                              step_pattern=step_pattern, use_cache=use_cache, run_id=run_id,
+                              export_dir=output if partitioned else None, engine=engine,
+                              scheduler=scheduler, scheduler_file=scheduler_file, combine_runs=combine_runs,
+                              progress=progress)
     for reason, paths in skipped.items():
         result.diagnostics.add("scale.entry_skipped", len(paths), f"{paths[0]}: {reason.replace('_', ' ')}")
     text = json.dumps(result.to_dict(), indent=1, default=_json_scalar) if (as_json or output) else ""

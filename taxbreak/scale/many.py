@@ -22,6 +22,7 @@ from ..trace.diagnostics import Diagnostics
 from ..trace.words import plural
 from ..trace.errors import TaxbreakError, UsageError
 from ..trace.paths import slug
+from ..trace.progress import ProgressEvent, ProgressHook
 from .combine import combine_summaries
 from .task import FileResult, ManyOptions, TaskSpec
 from .workers import plan_workers
@@ -97,6 +98,7 @@ def analyze_many(
     scheduler: str | None = None,
     scheduler_file: str | None = None,
     combine_runs: bool = False,
+    progress: ProgressHook = None,
 ) -> ManyResult:
     """Analyze many traces in parallel and combine them.
 
@@ -115,6 +117,9 @@ def analyze_many(
         combine_runs: add up traces of different runs (and of runs whose traces disagree on world
             size, rank, GPU or model) into ``combined``; by default each run is reported apart
             and ``combined`` is None when there is more than one run (``not_combined`` says why).
+        progress: called with a :class:`ProgressEvent` (stage ``"traces"``, unit ``"traces"``) before
+            the first trace and as each trace finishes: ``done`` of ``total`` traces (traces already
+            in the dataset count as done). Sent from this process, never from the workers.
 
     Raises:
         UsageError: bad ``on_error`` or ``engine``, or no paths.
@@ -130,7 +135,8 @@ def analyze_many(
     dataset, resumed = _open_output(options, specs, diagnostics)
     todo = [s for s in specs if s.input_id not in resumed]
     n_workers = plan_workers([Path(u) for u in urls if "://" not in u], workers) if todo else 1
-    fresh = _run_engine(engine, todo, options, n_workers, on_error, scheduler, scheduler_file, dataset)
+    counter = _TraceCounter(progress, len(specs) - len(todo), len(specs))
+    fresh = _run_engine(engine, todo, options, n_workers, on_error, scheduler, scheduler_file, dataset, counter)
     results = sorted(fresh + list(resumed.values()), key=lambda r: r.index)
     _settle(results, diagnostics)
     ok = [r for r in results if r.is_ok]
@@ -250,11 +256,30 @@ def _from_row(row: dict, spec: TaskSpec) -> FileResult:
                       files=json.loads(row["files"]), resumed=True)
 
 
-def _run_engine(engine, specs, options, n_workers, on_error, scheduler, scheduler_file, dataset) -> list[FileResult]:
+class _TraceCounter:
+    """Traces done of all, for the caller's hook; fed by the engines' ``on_result`` in this process
+    (the workers are other processes or machines: a hook there would reach nobody)."""
+
+    def __init__(self, hook: ProgressHook, done: int, total: int) -> None:
+        self.hook, self.done, self.total = hook, done, total
+        self._send()
+
+    def add(self) -> None:
+        self.done += 1
+        self._send()
+
+    def _send(self) -> None:
+        if self.hook is not None:
+            self.hook(ProgressEvent("traces", self.done, self.total, unit="traces"))
+
+
+def _run_engine(engine, specs, options, n_workers, on_error, scheduler, scheduler_file, dataset,
+                counter: _TraceCounter) -> list[FileResult]:
     if not specs:
         return []
 
     def check(result: FileResult) -> None:
+        counter.add()
         if not result.is_ok and on_error == "fail":
             raise rebuild_error(result)
 

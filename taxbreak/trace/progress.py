@@ -1,7 +1,7 @@
 """Progress of long library calls, handed to a callback the caller passes in.
 
 Reading and decomposing a 1 M-event trace takes tens of seconds. The library
-never prints: ``analyze``, ``load_run`` and ``what_if`` take ``progress=`` (a
+never prints: ``analyze``, ``load_run``, ``what_if`` and ``analyze_many`` take ``progress=`` (a
 callable receiving :class:`ProgressEvent`) and report each stage they enter;
 the CLI draws them on stderr (taxbreak/cli/status.py), a notebook may log
 them or ignore them (``progress=None``, the default, costs nothing).
@@ -18,8 +18,9 @@ from typing import Callable, Optional
 class ProgressEvent:
     """One stage entered: ``done`` of ``total`` finished before it (``total`` None when unknown).
 
-    ``unit`` says what is counted: ``stages`` of the call, or ``bytes`` of the file being read
-    (sent many times while the reader works through a large trace).
+    ``unit`` says what is counted: ``stages`` of the call, ``bytes`` of the file being read
+    (sent many times while the reader works through a large trace), or ``traces`` finished of a
+    folder (``analyze_many``).
     """
 
     stage: str

@@ -96,3 +96,46 @@ def test_no_cache_flag_leaves_the_cache_empty(folder, monkeypatch):
     result = _run(folder / "rank0.json.gz", "--no-cache", "--json")
     assert result.exit_code == 0, result.output
     assert cache_stats().entries == 0
+
+
+@pytest.fixture(scope="module")
+def three_ranks(tmp_path_factory):
+    root = tmp_path_factory.mktemp("three") / "job"
+    root.mkdir()
+    for rank in range(3):
+        write_big_kineto(root / f"rank{rank}.json.gz", 600, seed=rank, rank=rank, world_size=3)
+    return root
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_analyze_many_reports_traces_done_of_total_from_the_parent(three_ranks, capfd, workers):
+    from taxbreak.scale.many import analyze_many
+
+    events = []  # a list in this process: events sent from a worker process would never reach it
+    result = analyze_many(sorted(three_ranks.iterdir()), workers=workers, use_cache=False, progress=events.append)
+    assert len(result.files) == 3 and not result.failed
+    assert [(e.stage, e.done, e.total, e.unit) for e in events] == [("traces", n, 3, "traces") for n in range(4)]
+    out, err = capfd.readouterr()  # the library printed nothing, the workers neither
+    assert out == "" and err == ""
+
+
+def test_folder_progress_reaches_the_cli_hook_and_stays_off_a_terminal(three_ranks, monkeypatch):
+    import contextlib
+
+    import taxbreak.cli.many as cli_many
+
+    # CliRunner's stderr is not a terminal: the folder run draws no progress, only its closing line
+    plain = _run(three_ranks, "--workers", "1")
+    assert plain.exit_code == 0, plain.output
+    assert plain.stderr.splitlines()[-1].startswith("Analyzed 3 of 3 traces") and "━" not in plain.stderr
+    assert _run(three_ranks, "--workers", "1", "-q").stderr == ""
+    drawn, asked = [], []
+
+    def working(action, target, quiet=False):  # the hook the CLI draws with, recorded instead
+        asked.append((action, target, quiet))
+        return contextlib.nullcontext(drawn.append)
+
+    monkeypatch.setattr(cli_many, "working", working)
+    assert _run(three_ranks, "--workers", "1", "-q").exit_code == 0
+    assert asked == [("analyzing", str(three_ranks), True)]
+    assert [(e.done, e.total) for e in drawn] == [(n, 3) for n in range(4)]
