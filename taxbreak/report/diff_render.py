@@ -1,4 +1,8 @@
-"""Rich tables for a diff dict from :func:`taxbreak.report.diff.diff_analyses`."""
+"""Rich tables for a diff dict from :func:`taxbreak.report.diff.diff_analyses`.
+
+Durations print as the main report prints them (terminal_fit.duration: at most four digits,
+then ms, then s), so a 2 s step and a 12 µs op read the same way in both commands.
+"""
 from __future__ import annotations
 
 import io
@@ -9,18 +13,26 @@ from rich.table import Table
 
 from .console_text import markup_text
 from .diff import HOST_METRICS, IDLE_CAUSE_PREFIX
-from .metrics import METRIC_LABELS, fmt_value
+from .metrics import METRIC_LABELS, fmt_value, is_missing
+from .terminal_fit import duration
 from .words import NOT_MEASURED
 
 _LABELS = METRIC_LABELS
 _UNITLESS = ("hdbi", "kernels", "launches", "kernels_per_token", "aten_ops", "aten_ops_per_token")
 
 
+def fmt_cell(value, key: str = "", missing: str = NOT_MEASURED) -> str:
+    """A count or ratio as :func:`fmt_value` gives it, any other metric (µs) as a duration."""
+    if is_missing(value):
+        return missing
+    return fmt_value(value, key) if key in _UNITLESS else duration(value)
+
+
 def fmt_delta(delta: float | None, key: str = "") -> str:
     if delta is None:
         return NOT_MEASURED
     sign = "+" if delta > 0 else ""
-    return sign + fmt_value(delta, key)
+    return sign + fmt_cell(delta, key)
 
 
 def fmt_pct(pct: float | None) -> str:
@@ -45,8 +57,7 @@ def scope_table(scope: str, changes: dict, labels: dict) -> Table:
         if _section(key) != _section(previous) and previous is not None:
             table.add_section()
         previous = key
-        unit = "" if key in _UNITLESS else " µs"
-        table.add_row(_label(key) + unit, fmt_value(c["base"], key), fmt_value(c["new"], key),
+        table.add_row(_label(key), fmt_cell(c["base"], key), fmt_cell(c["new"], key),
                       fmt_delta(c["delta"], key), fmt_pct(c["delta_pct"]))
     return table
 
@@ -64,11 +75,11 @@ def _label(key: str) -> str:
 
 def group_table(title: str, key: str, rows: list[dict]) -> Table:
     table = Table(title=title, title_justify="left")
-    for col in (key, "base µs", "new µs", "Δ µs", "Δ %"):
+    for col in (key, "base", "new", "Δ", "Δ %"):
         table.add_column(col, justify="left" if col == key else "right", overflow="fold")
     for r in rows:
-        table.add_row(_short(r[key]), fmt_value(r["base"], missing="absent"),
-                      fmt_value(r["new"], missing="absent"), fmt_delta(r["delta"]), fmt_pct(r["delta_pct"]))
+        table.add_row(_short(r[key]), fmt_cell(r["base"], missing="absent"),
+                      fmt_cell(r["new"], missing="absent"), fmt_delta(r["delta"]), fmt_pct(r["delta_pct"]))
     return table
 
 
