@@ -1,15 +1,22 @@
-"""Plain-text renderings of what-if and sweep results (the CLI prints them)."""
+"""Plain-text renderings of what-if and sweep results (the CLI prints them).
+
+Step and host times print as the main report prints them (report.terminal_fit.duration: at
+most four digits, then ms, then s); a launch cost (T_sys, one graph launch) keeps two decimals
+as the main report's T_sys line does, since it is a few µs and its hundredths matter.
+"""
 from __future__ import annotations
 
 import pandas as pd
 
+from ..report.terminal_fit import duration
 from ..report.words import NOT_MEASURED
 from .sweep_report import describe_phase
 from .sweep_table import as_records
 
 NA = NOT_MEASURED
+DUR = "duration"  # the digits of a column of µs values shown by terminal_fit.duration
 # (header, row key, digits) of the sweep table
-_SWEEP_COLUMNS = (("steps", "steps", 0), ("step µs", "step_us", 0), ("HDBI", "hdbi", 3),
+_SWEEP_COLUMNS = (("steps", "steps", 0), ("step", "step_us", DUR), ("HDBI", "hdbi", 3),
                   ("ΔFT µs/tok", "framework_us_per_token", 2), ("ΔCT µs/tok", "library_us_per_token", 2),
                   ("ΔKT µs/tok", "launch_floor_us_per_token", 2), ("dev µs/tok", "device_active_us_per_token", 2),
                   ("kern/tok", "kernels_per_token", 1), ("host µs/tok", "host_thread_us_per_token", 1))
@@ -47,8 +54,15 @@ def render_sweep(table: pd.DataFrame, transition: dict, notes: list[str]) -> str
     return "\n".join(lines)
 
 
-def _n(value, digits: int = 0) -> str:
-    return NOT_MEASURED if value is None else f"{value:,.{digits}f}"
+def _n(value, digits: int | str = 0) -> str:
+    if value is None:
+        return NOT_MEASURED
+    return duration(value) if digits == DUR else f"{value:,.{digits}f}"
+
+
+def _dur(value) -> str:
+    """A step or host time in µs, ms or s (at most four digits), or "not measured"."""
+    return duration(value, na=NA)
 
 
 def _aligned(rows: list[list[str]]) -> list[str]:
@@ -75,8 +89,8 @@ def _phases_text(result: dict) -> list[str]:
     lines = [f"launch floor T_sys: {fmt(result.get('floor_us'), 'µs', 2)} ({result.get('floor_source')})"]
     for phase, info in result["phases"].items():
         step, cpu = info["step"], info["cpu_speedup"]
-        lines.append(f"[{phase}] mean step {fmt(step['step_us'], 'µs')}, HDBI {fmt(step['hdbi'], '', 3)}, "
-                     f"orchestration {fmt(step['orchestration_us'], 'µs')}, device active {fmt(step['device_active_us'], 'µs')}")
+        lines.append(f"[{phase}] mean step {_dur(step['step_us'])}, HDBI {fmt(step['hdbi'], '', 3)}, "
+                     f"orchestration {_dur(step['orchestration_us'])}, device active {_dur(step['device_active_us'])}")
         # without kernels T_Orch is not measured: the projection scales the host time of the step instead
         host_label = "orchestration" if step["orchestration_us"] is not None else "host time (no T_Orch)"
         lines.append(f"  faster host x{cpu['speedup']:g}: {_cpu_projection(cpu, host_label)}")
@@ -93,11 +107,11 @@ def _cpu_projection(cpu: dict, host_label: str) -> str:
     if cpu["projected_orchestration_us"] is None:
         host = f"{host_label} cannot be projected: the step's host time is {NOT_MEASURED}"
     else:
-        host = (f"{host_label} {fmt(cpu['orchestration_us'], 'µs')} -> {fmt(cpu['projected_orchestration_us'], 'µs')} "
+        host = (f"{host_label} {_dur(cpu['orchestration_us'])} -> {_dur(cpu['projected_orchestration_us'])} "
                 f"(-{fmt(cpu['orchestration_reduction_pct'], '%')})")
     if cpu["projected_step_us"] is None:
         return f"{host}; the step time cannot be projected: it needs the step time and its exposed host time"
-    return (f"{host}; step {fmt(cpu['step_us'], 'µs')} -> {fmt(cpu['projected_step_us'], 'µs')} "
+    return (f"{host}; step {_dur(cpu['step_us'])} -> {_dur(cpu['projected_step_us'])} "
             f"(-{fmt(cpu['step_reduction_pct'], '%')})")
 
 
@@ -115,17 +129,17 @@ def _graph_text(graph: dict) -> list[str]:
     if graph["projected_step_us"] is None:
         lines.append(f"    projected: not projected ({graph['not_projected']})")
     else:
-        lines.append(f"    projected step {fmt(graph['projected_step_us'], 'µs')} vs eager {fmt(graph['eager_step_us'], 'µs')}"
-                     f" (x{graph['speedup']:.2f}); host rest {fmt(graph['host_rest_us'], 'µs')}, "
+        lines.append(f"    projected step {_dur(graph['projected_step_us'])} vs eager {_dur(graph['eager_step_us'])}"
+                     f" (x{graph['speedup']:.2f}); host rest {_dur(graph['host_rest_us'])}, "
                      f"graph launch {fmt(graph['graph_launch_us'], 'µs', 2)}")
     lines += [f"    assumes: {a}" for a in graph["assumptions"]]
     if graph.get("split"):  # docs/serving.md §3: pieces whose launches overlap earlier pieces' device work
         lines.append("    split into pieces (launch + device pipeline): " + ", ".join(
-            f"{s['pieces']}: {fmt(s['step_us'], 'µs')}" for s in graph["split"]))
+            f"{s['pieces']}: {_dur(s['step_us'])}" for s in graph["split"]))
     meas = graph.get("measurement")
     if meas is not None:
         if meas.get("measured"):
-            lines.append(f"    measured: eager {fmt(meas['eager_step_us'], 'µs')}, graph {fmt(meas['graph_step_us'], 'µs')}"
+            lines.append(f"    measured: eager {_dur(meas['eager_step_us'])}, graph {_dur(meas['graph_step_us'])}"
                          f" (x{meas['speedup']:.2f}) on {meas.get('device')}")
         else:
             lines.append(f"    measured: {meas['reason']}")

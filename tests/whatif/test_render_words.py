@@ -37,7 +37,9 @@ def test_cpu_run_projection_says_what_cannot_be_projected():
     assert "β_MB^e(r): no mixed-batch fit" in text
     assert "crossover N (Δ=0): cannot be computed without the mixed-batch fit β_MB(r)" in text
     assert "the cost of one graph launch is not measured (no launch floor in the trace" in text
-    assert "faster host x1.2: host time (no T_Orch) 2,000.0 µs -> 1,666.7 µs (-16.7 %)" in text
+    # durations as the main report prints them: at most four digits (terminal_fit.duration)
+    assert "faster host x1.2: host time (no T_Orch) 2,000 µs -> 1,667 µs (-16.7 %)" in text
+    assert "[decode] mean step 2,000 µs, HDBI not measured, orchestration not measured" in text
 
 
 def test_a_measured_delta_names_the_winner():
@@ -68,8 +70,8 @@ def test_cpu_sweep_table_leaves_unmeasured_columns_out_in_one_line():
                            "kernels_per_token": None, "host_thread_us_per_token": 2447.4}])
     text = render_sweep(table, {"rule": "r", "phases": {}}, [])
     lines = text.splitlines()
-    assert lines[0].split() == ["point", "phase", "steps", "step", "µs", "host", "µs/tok"]
-    assert lines[1].split() == ["b1-s8", "decode", "3", "2,447", "2,447.4"]
+    assert lines[0].split() == ["point", "phase", "steps", "step", "host", "µs/tok"]
+    assert lines[1].split() == ["b1-s8", "decode", "3", "2,447", "µs", "2,447.4"]
     assert lines[2] == ("not measured in any point, so not shown: HDBI, ΔFT µs/tok, ΔCT µs/tok, ΔKT µs/tok, "
                         "dev µs/tok, kern/tok")
     assert not BANNED.search(text)
@@ -80,5 +82,18 @@ def test_a_gpu_sweep_keeps_a_partly_measured_column():
              "library_us_per_token": None, "launch_floor_us_per_token": 1.0, "device_active_us_per_token": 1.0,
              "kernels_per_token": 2.0, "host_thread_us_per_token": 3.0} for n, h in (("a", 0.5), ("b", None))]
     lines = render_sweep(pd.DataFrame(rows), {"rule": "r", "phases": {}}, []).splitlines()
-    assert "HDBI" in lines[0] and lines[2].split()[4:6] == ["not", "measured"] and lines[1].split()[4] == "0.500"
+    # the step cell is "10.0 µs": two words before HDBI
+    assert "HDBI" in lines[0] and lines[2].split()[5:7] == ["not", "measured"] and lines[1].split()[5] == "0.500"
     assert lines[3] == "not measured in any point, so not shown: ΔCT µs/tok"
+
+
+def test_long_steps_print_in_ms_and_s_like_the_main_report():
+    result = _cpu_run_result()
+    step = {"step_us": 2_500_000.0, "hdbi": 0.5, "orchestration_us": 12_345.0, "device_active_us": 999.94}
+    result["phases"]["decode"]["step"] = step
+    result["phases"]["decode"]["cpu_speedup"] = project_cpu_speedup({**step, "host_thread_us": 12_345.0,
+                                                                      "host_sync_us": 0.0}, 1.2)
+    text = render_whatif(result)
+    assert "[decode] mean step 2.50 s, HDBI 0.500, orchestration 12.3 ms, device active 999.9 µs" in text
+    table = pd.DataFrame([{"name": "b8", "phase": "decode", "steps": 3, "step_us": 10_000.0, "hdbi": 0.5}])
+    assert render_sweep(table, {"rule": "r", "phases": {}}, []).splitlines()[1].split()[3:5] == ["10.0", "ms"]
