@@ -1,5 +1,8 @@
 """Terminal sections of the serving figures (docs/serving.md): cross-rank skew, overlap per
-step and the cost of CUDA-graph launches. Pure functions: summaries + console in, nothing out."""
+step and the cost of CUDA-graph launches. Pure functions: summaries + console in, nothing out.
+
+Durations print as the main report prints them (terminal_fit.duration: at most four digits,
+then ms, then s); per-launch and per-node costs keep their decimals, as the T_sys line does."""
 from __future__ import annotations
 
 from rich import box
@@ -7,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .console_text import markup_text as _name
+from .terminal_fit import duration
 from .words import NOT_MEASURED
 
 NA = NOT_MEASURED
@@ -14,6 +18,11 @@ NA = NOT_MEASURED
 
 def _fmt(value, pattern: str = "{:,.1f}") -> str:
     return NA if value is None else pattern.format(value)
+
+
+def _us(value) -> str:
+    """A duration given in µs, in µs, ms or s (at most four digits); "not measured" when missing."""
+    return duration(value, na=NA)
 
 
 def render_ranks(ranks: dict, console: Console, top: int = 10, title: str = "Cross-rank skew") -> None:
@@ -25,8 +34,8 @@ def render_ranks(ranks: dict, console: Console, top: int = 10, title: str = "Cro
     console.print(f"ranks {', '.join(_name(r) for r in ranks['ranks'])}: {ranks['collectives']:,} collectives "
                   f"matched; aligned on {_name(ranks['alignment'])}")
     late = ranks["lateness_us"]
-    console.print(f"late rank ahead of the earliest by median {_fmt(late['median'])} µs, p90 {_fmt(late['p90'])} µs, "
-                  f"max {_fmt(late['max'])} µs, Σ {_fmt(late['sum'])} µs; late most often: "
+    console.print(f"late rank ahead of the earliest by median {_us(late['median'])}, p90 {_us(late['p90'])}, "
+                  f"max {_us(late['max'])}, Σ {_us(late['sum'])}; late most often: "
                   + ", ".join(f"{_name(k)} ({v})" for k, v in ranks["late_rank_counts"].items()))
     _render_causes(ranks, console)
     console.print("ranks: " + ", ".join(f"#{i} {_name(r)}" for i, r in enumerate(ranks["ranks"])))
@@ -52,13 +61,13 @@ def _render_causes(ranks: dict, console: Console) -> None:
     table = Table(title=f"Why the late rank was late (late − earliest rank, Σ over "
                         f"{ranks['explained_collectives']} collectives)", title_justify="left")
     table.add_column("layer")
-    table.add_column("µs", justify="right")
+    table.add_column("time", justify="right")
     table.add_column("top cause of", justify="right")
     causes = sorted(ranks["cause_us"].items(), key=lambda kv: -(kv[1] or 0))
     for layer, us in causes:
         if us:
-            table.add_row(_name(layer), _fmt(us), str(ranks["top_cause_counts"].get(layer, 0)))
-    table.add_row("residual (ends not simultaneous)", _fmt(ranks["cause_residual_us"]), "")
+            table.add_row(_name(layer), _us(us), str(ranks["top_cause_counts"].get(layer, 0)))
+    table.add_row("residual (ends not simultaneous)", _us(ranks["cause_residual_us"]), "")
     console.print(table)
 
 
@@ -68,19 +77,19 @@ def _render_worst_collectives(ranks: dict, console: Console, top: int) -> None:
         return
     labels = ranks["ranks"]
     table = Table(title="Most skewed collectives", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    for col in ("#", "family", "step", "late", "lateness µs", "transfer µs", "cause"):
-        table.add_column(col, justify="right" if col.endswith("µs") else "left", no_wrap=col != "cause")
+    for col in ("#", "family", "step", "late", "lateness", "transfer", "cause"):
+        table.add_column(col, justify="right" if col in ("lateness", "transfer") else "left", no_wrap=col != "cause")
     for c in worst:
         late = "—" if c["late_rank"] is None else f"#{labels.index(c['late_rank'])}"
         cause = c["cause"] or c["cause_reason"] or NA
-        detail = f" {_fmt(c['cause_us'].get(c['cause']))} µs" if c["cause"] else ""
-        table.add_row(str(c["collective"]), _name(c["family"]), str(c["step"]), late, _fmt(c["lateness_us"]),
-                      _fmt(c["transfer_us"]), _name(cause) + detail)
+        detail = f" {_us(c['cause_us'].get(c['cause']))}" if c["cause"] else ""
+        table.add_row(str(c["collective"]), _name(c["family"]), str(c["step"]), late, _us(c["lateness_us"]),
+                      _us(c["transfer_us"]), _name(cause) + detail)
     console.print(table)
 
 
 def _render_rank_steps(steps: list[dict], labels: list[str], console: Console, top: int) -> None:
-    table = Table(title="Per step and rank, µs on each rank's own clock:\nwall = skew + transfer + compute + idle; "
+    table = Table(title="Per step and rank, on each rank's own clock:\nwall = skew + transfer + compute + idle; "
                         "exposed = idle the host caused",
                   title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     hdbi = any(s["hdbi"] is not None for s in steps)
@@ -88,7 +97,7 @@ def _render_rank_steps(steps: list[dict], labels: list[str], console: Console, t
         table.add_column(col, justify="left" if col in ("step", "rank") else "right", no_wrap=True)
     shown = steps[: top * 4]
     for s in shown:
-        table.add_row(str(s["step"]), f"#{labels.index(s['rank'])}", *[_fmt(s[k], "{:,.0f}") for k in STEP_KEYS],
+        table.add_row(str(s["step"]), f"#{labels.index(s['rank'])}", *[_us(s[k]) for k in STEP_KEYS],
                       *((_fmt(s["hdbi"], "{:.3f}"),) if hdbi else ()))
     console.print(table)
     if not hdbi:
@@ -112,26 +121,26 @@ def render_overlap(summary: dict, console: Console, top: int = 5) -> None:
         console.print(f"Overlap per step: {NA} ({_name(o['reason'])})")
         return
     console.print(f"[bold]Overlap per step[/bold]: {o['steps_measured']} steps, {o['masked_steps']} masked, "
-                  f"{o['exposed_steps']} exposed; host preparation {_fmt(o['prep_us'])} µs = hidden "
-                  f"{_fmt(o['hidden_us'])} + exposed {_fmt(o['exposed_us'])}")
+                  f"{o['exposed_steps']} exposed; host preparation {_us(o['prep_us'])} = hidden "
+                  f"{_us(o['hidden_us'])} + exposed {_us(o['exposed_us'])}")
     calls = ", ".join(f"{_name(k)} ({v})" for k, v in o["blocking_calls"].items()) or "none"
-    console.print(f"blocking call last before a step's first launch: {calls}; blocked {_fmt(o['blocked_us'])} µs")
+    console.print(f"blocking call last before a step's first launch: {calls}; blocked {_us(o['blocked_us'])}")
     console.print(f"what-if the preparation overlapped the device work pending at each step's start, blocking "
-                  f"calls removed: idle ≈ Σ max(0, host work − pending) = {_fmt(o['what_if_idle_us'])} µs "
-                  f"(exposed now {_fmt(o['exposed_us'])} µs)")
+                  f"calls removed: idle ≈ Σ max(0, host work − pending) = {_us(o['what_if_idle_us'])} "
+                  f"(exposed now {_us(o['exposed_us'])})")
     worst = sorted(o["steps"], key=lambda s: -s["exposed_us"])[:top]
     if worst and worst[0]["exposed_us"] > 0:
         _render_overlap_steps(worst, console)
 
 
 def _render_overlap_steps(steps: list[dict], console: Console) -> None:
-    table = Table(title="Steps with the most exposed preparation (µs)", title_justify="left",
+    table = Table(title="Steps with the most exposed preparation", title_justify="left",
                   box=box.SIMPLE_HEAD, pad_edge=False)
     for col in ("step", "prep", "hidden", "exposed", "what-if idle", "blocking call, longest frame before the launch"):
         table.add_column(col, justify="right" if col in ("prep", "hidden", "exposed", "what-if idle") else "left",
                          no_wrap=col != "blocking call, longest frame before the launch")
     for s in steps:
-        table.add_row(str(s["step"]), *[_fmt(s[k]) for k in ("prep_us", "hidden_us", "exposed_us", "what_if_idle_us")],
+        table.add_row(str(s["step"]), *[_us(s[k]) for k in ("prep_us", "hidden_us", "exposed_us", "what_if_idle_us")],
                       f"{_call(s['blocking_call'], s['blocking_call_us'])}; "
                       f"{_call(s.get('longest_frame'), s.get('longest_frame_us'))}")
     console.print(table)
@@ -143,14 +152,14 @@ def render_graph_cost(summary: dict, console: Console) -> None:
     cost = summary.get("graph_launch_cost")
     if not cost or cost.get("reason"):
         return
-    table = Table(title="CUDA-graph launch cost: host µs of a launch against the nodes it replayed\n"
-                        "(median nodes and µs per launch; fit µs = a + b·nodes)",
+    table = Table(title="CUDA-graph launch cost: host time of a launch against the nodes it replayed\n"
+                        "(median nodes and host time per launch; fit µs = a + b·nodes)",
                   title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    for col in ("GPU", "launches", "sizes", "nodes", "µs", "µs/node", "a", "b", "r²"):
+    for col in ("GPU", "launches", "sizes", "nodes", "host", "µs/node", "a", "b", "r²"):
         table.add_column(col, justify="left" if col == "GPU" else "right", no_wrap=True)
     for device, d in cost["devices"].items():
         table.add_row(device, str(d["launches"]), str(d["sizes"]), _fmt(d["nodes_median"], "{:,.0f}"),
-                      _fmt(d["host_us_median"]), _fmt(d["host_us_per_node"], "{:.3f}"), _fmt(d["a_us"], "{:.2f}"),
+                      _us(d["host_us_median"]), _fmt(d["host_us_per_node"], "{:.3f}"), _fmt(d["a_us"], "{:.2f}"),
                       _fmt(d["b_us_per_node"], "{:.3f}"), _fmt(d["r2"], "{:.2f}"))
     console.print(table)
     for device, d in cost["devices"].items():
@@ -158,10 +167,10 @@ def render_graph_cost(summary: dict, console: Console) -> None:
             console.print(f"GPU {device}: fit {NA} ({_name(d['fit_reason'])})")
         elif d["split"]:
             best = min(d["split"], key=lambda s: s["step_us"])
-            console.print(f"GPU {device}: the median graph ({d['nodes_median']:,.0f} nodes, {_fmt(d['device_us_median'])} "
-                          f"µs of device work) in {best['pieces']} pieces whose launches overlap earlier pieces' work: "
-                          f"{_fmt(best['step_us'])} µs instead of {_fmt(d['split'][0]['step_us'])} µs")
+            console.print(f"GPU {device}: the median graph ({d['nodes_median']:,.0f} nodes, {_us(d['device_us_median'])} "
+                          f"of device work) in {best['pieces']} pieces whose launches overlap earlier pieces' work: "
+                          f"{_us(best['step_us'])} instead of {_us(d['split'][0]['step_us'])}")
 
 
 def _call(name, us) -> str:
-    return "none" if name is None else f"{_name(name)} {_fmt(us)} µs"
+    return "none" if name is None else f"{_name(name)} {_us(us)}"

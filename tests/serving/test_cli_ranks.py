@@ -44,7 +44,7 @@ def test_folder_text_names_the_causes(rank_folder):
     folder, _ = rank_folder
     out = _run(folder, "-q")
     assert out.exit_code == 0, out.output
-    assert "Cross-rank skew" in out.output and "python" in out.output and "298.0" in out.output
+    assert "Cross-rank skew" in out.output and "python" in out.output and "298.0 µs" in out.output
 
 
 def test_several_process_nsight_export(tmp_path):

@@ -71,3 +71,4 @@ def test_terminal_section(cost):
     render_graph_cost({"graph_launch_cost": cost}, Console(file=out, width=100, color_system=None))
     text = out.getvalue()
     assert "CUDA-graph launch cost" in text and "0.580" in text and "15.00" in text
+    assert "215.7 µs instead of 220.8 µs" in text and "200.0 µs of device work" in text  # terminal_fit.duration

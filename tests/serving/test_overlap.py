@@ -74,3 +74,19 @@ def test_without_step_markers_overlap_is_not_measured():
     assert analysis.summary["meta"]["step_scheme"] == "none"
     overlap = analysis.summary["overlap"]
     assert overlap["reason"].startswith("no step markers") and overlap["steps"] == []
+
+
+def test_terminal_lines_print_durations_like_the_main_report(overlap):
+    import io
+
+    from rich.console import Console
+
+    from taxbreak.report.serving import render_overlap
+
+    out = io.StringIO()
+    render_overlap({"overlap": overlap}, Console(file=out, width=140, color_system=None))
+    text = out.getvalue()
+    # Σ prep 4.0 + 404.91 + 632.0 = 1,040.91 µs: four digits at most (terminal_fit.duration)
+    assert "host preparation 1,041 µs = hidden 409.8 µs + exposed 631.1 µs" in text
+    assert "blocked 400.9 µs" in text and "(exposed now 631.1 µs)" in text
+    assert "cudaStreamSynchronize 400.9 µs; none" in text and "sampler.py(50): forward 30.0 µs" in text
