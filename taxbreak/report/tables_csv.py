@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..decompose.result import OUTPUT_FILES
 from ..trace.fileio import output_target, refuse_shared_outputs, write_output
 from .sanitize import csv_frame
 
@@ -44,6 +43,8 @@ def write_csv_tables(analysis, out_dir: str | Path) -> list[Path]:
 def check_analysis_outputs(out_dir: str | Path, *, csv: bool = False) -> None:
     """Refuse every file :func:`write_analysis_outputs` would write (a link, a non-regular file,
     two outputs on one file) before any is written, so a refusal leaves the folder as it was."""
+    from ..decompose.result import OUTPUT_FILES  # on use: `analyze --help` imports no decomposer (tests/test_startup.py)
+
     out = Path(out_dir)
     names = [*OUTPUT_FILES, *(CSV_FILES if csv else ())]
     refuse_shared_outputs({name: out / name for name in names})
