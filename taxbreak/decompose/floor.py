@@ -99,11 +99,16 @@ def _mtime(path: Path) -> float:
     return path.stat().st_mtime
 
 
+_MAX_FLOOR_FILE_BYTES = 64 * 1024  # a floor record is a few hundred bytes: anything larger is not one
+
+
 def _read_floor(path: Path) -> float | None:
     try:
+        if path.stat().st_size > _MAX_FLOOR_FILE_BYTES or not path.is_file():
+            raise ValueError("not a floor record")  # never read a huge file or a FIFO into memory
         value = json.loads(path.read_text()).get("floor_us")
-    except (OSError, ValueError, AttributeError):
-        # a missing or unreadable cache entry falls through to the published value
+    except (OSError, ValueError, AttributeError, RecursionError):
+        # a missing, unreadable, oversized or deeply nested cache entry falls through to the published value
         log.debug("floor cache entry %s not usable", path)
         return None
     return float(value) if isinstance(value, (int, float)) and value > 0 else None

@@ -88,3 +88,17 @@ def test_analyze_rejects_bad_floor_and_token_arguments():
             analyze(tables, **kwargs)
         assert err.value.code == "usage.invalid"
     assert analyze(tables, floor_us=np.float32(4.5), tokens=np.int64(3)).summary["all"]["floor_source"] == "given"
+
+
+@pytest.mark.parametrize("content", ["[" * 100_000, '{"floor_us": 4.0, "pad": "' + "x" * 100_000 + '"}', "[1, 2]",
+                                     '{"floor_us": -1}', "not json"],
+                         ids=["deep", "oversized", "not_an_object", "not_positive", "not_json"])
+def test_a_floor_record_that_is_no_record_falls_back_to_the_published_floor(content):
+    """A cached floor file that is deeply nested, oversized, not an object, not positive or not JSON
+    is no measurement: the published floor is used, never a RecursionError or a huge read."""
+    tables = build(_spec("NVIDIA H200")).tables
+    tables.meta.extra = {"cuda_driver_version": "12090"}
+    path = floor_cache_path("NVIDIA H200", "12090")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(content)
+    assert (resolve_floor(tables).source, resolve_floor(tables).floor_ns) == ("published:H200", 4_500)
