@@ -3,8 +3,9 @@
 As ``nsys stats --format csv`` does for its reports: one header row, one row per
 kernel / step / phase, the frames' own column names and units (``_ns`` integer
 nanoseconds, ``_us`` microseconds). A value that was not measured is an empty
-cell, never 0; nested per-cause and per-device values are JSON text, as in the
-Parquet files.
+cell, never 0. Idle time per cause and busy/idle per device are long-form tables of
+their own (``idle_by_cause``, ``devices``: one row per scope, device and cause),
+as ``Analysis.idle_by_cause`` and ``Analysis.devices`` hold them (decompose/nested.py).
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 from ..trace.fileio import output_target, refuse_shared_outputs, write_output
 from .sanitize import csv_frame
 
-CSV_TABLES = ("kernels", "steps", "phases")
+CSV_TABLES = ("kernels", "steps", "phases", "idle_by_cause", "devices")
 CSV_FILES = tuple(f"{table}.csv" for table in CSV_TABLES)
 
 
@@ -27,7 +28,7 @@ def table_csv(analysis, table: str) -> str:
 
 
 def write_csv_tables(analysis, out_dir: str | Path) -> list[Path]:
-    """Write ``kernels.csv``, ``steps.csv`` and ``phases.csv`` into ``out_dir`` (created)."""
+    """Write one ``<table>.csv`` per :data:`CSV_TABLES` into ``out_dir`` (created)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for table in CSV_TABLES:

@@ -50,7 +50,7 @@ def test_csv_round_trips_every_table(analysis):
         assert back.columns.tolist() == frame.columns.tolist() and len(back) == len(frame), table
 
 
-def test_output_dir_gets_the_three_csv_files_beside_the_parquet(planted, tmp_path, analysis):
+def test_output_dir_gets_a_csv_file_per_table_beside_the_parquet(planted, tmp_path, analysis):
     out = tmp_path / "out"
     result = _analyze(planted, "--floor-us", "4.5", "--format", "csv", "-o", out)
     assert result.exit_code == 0
@@ -58,9 +58,10 @@ def test_output_dir_gets_the_three_csv_files_beside_the_parquet(planted, tmp_pat
     for table in CSV_TABLES:
         assert (out / f"{table}.csv").read_text() == table_csv(analysis, table)
         assert (out / f"{table}.parquet").is_file()
-    assert [p.name for p in write_csv_tables(analysis, tmp_path / "lib")] == ["kernels.csv", "steps.csv", "phases.csv"]
+    names = ["kernels.csv", "steps.csv", "phases.csv", "idle_by_cause.csv", "devices.csv"]
+    assert [p.name for p in write_csv_tables(analysis, tmp_path / "lib")] == names
     written = [p.name for p in write_analysis_outputs(analysis, tmp_path / "all", csv=True)]
-    assert written[-4:] == ["summary.json", "kernels.csv", "steps.csv", "phases.csv"]
+    assert written[-6:] == ["summary.json", *names]
     assert sorted(written) == sorted(p.name for p in out.iterdir())  # what `analyze -o DIR --format csv` wrote
 
 
