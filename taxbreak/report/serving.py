@@ -95,7 +95,9 @@ def _render_rank_steps(steps: list[dict], labels: list[str], console: Console, t
     hdbi = any(s["hdbi"] is not None for s in steps)
     for col in ("step", "rank", "wall", "skew", "transfer", "compute", "idle", "exposed", *(("HDBI",) if hdbi else ())):
         table.add_column(col, justify="left" if col in ("step", "rank") else "right", no_wrap=True)
-    shown = steps[: top * 4]
+    shown = _most_skewed_steps(steps, top)
+    if len(shown) < len(steps):
+        table.title += f"\n(the {len({s['step'] for s in shown})} steps with the most skew)"
     for s in shown:
         table.add_row(str(s["step"]), f"#{labels.index(s['rank'])}", *[_us(s[k]) for k in STEP_KEYS],
                       *((_fmt(s["hdbi"], "{:.3f}"),) if hdbi else ()))
@@ -106,6 +108,18 @@ def _render_rank_steps(steps: list[dict], labels: list[str], console: Console, t
     console.print(f"largest residual (collectives overlapping each other or compute, unmatched ones): "
                   f"{_fmt(None if worst is None else 100 * worst, '{:.2f}')}% of a step's wall"
                   + (f"; {len(steps) - len(shown)} more rows in --json" if len(steps) > len(shown) else ""))
+
+
+def _most_skewed_steps(steps: list[dict], top: int) -> list[dict]:
+    """Every rank's row of the ``top`` steps whose largest skew is largest, in step order; all rows
+    when there are few (a long run's first steps are warm-up, rarely where the skew is)."""
+    if len(steps) <= top * 4:
+        return steps
+    worst: dict = {}
+    for row in steps:
+        worst[row["step"]] = max(worst.get(row["step"], 0.0), row["skew_us"] or 0.0)
+    keep = set(sorted(worst, key=lambda step: -worst[step])[:top])
+    return [row for row in steps if row["step"] in keep]
 
 
 STEP_KEYS = ("wall_us", "skew_us", "transfer_us", "compute_us", "idle_us", "exposed_host_us")
