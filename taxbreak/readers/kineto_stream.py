@@ -31,7 +31,7 @@ try:  # ISA-L inflate: ~2.7x zlib's speed on Kineto JSON (docs/performance.md); 
 except ImportError:  # pragma: no cover - isal is a dependency; kept for platforms without its wheel
     inflate_lib = zlib
 
-from ..trace.progress import report_bytes
+from ..trace.progress import TABLES_STAGE, report_bytes
 from . import bounds as B
 from .kineto_events import CHUNK_BYTES, decode_chunk, find_events_array
 from .kineto_io import GZIP_MAGIC
@@ -64,11 +64,13 @@ def iter_blocks(path: Path, bounds: B.Bounds = B.Bounds()) -> Iterator[bytes]:
             while block := fh.read(BLOCK_BYTES):
                 report_bytes(fh.tell(), size)
                 yield block
-            return
-        for block in _inflate_ahead(fh, bounds):
-            # the compressed position (the inflate thread may be a few blocks ahead): enough for a bar
-            report_bytes(fh.tell(), size)
-            yield block
+        else:
+            for block in _inflate_ahead(fh, bounds):
+                # the compressed position (the inflate thread may be a few blocks ahead): enough for a bar
+                report_bytes(fh.tell(), size)
+                yield block
+        # every byte is read; the tables are built from the columns next (~1.5 s at 1 M events)
+        report_bytes(size, size, stage=TABLES_STAGE)
 
 
 def _inflate_blocks(fh, bounds: B.Bounds) -> Iterator[bytes]:

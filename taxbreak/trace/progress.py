@@ -36,6 +36,9 @@ ANALYZE_STAGES = ("reading trace", "finding steps", "linking launches to kernels
                   "summarising phases and steps")
 
 
+# what a reader reports once its file is read and its tables are being built (the bar stays full)
+TABLES_STAGE = "building tables"
+
 # The hook of the call in progress, for the readers below it: threading it through every reader's
 # signature would change a dozen functions for one side channel. Set only by ``reporting``.
 _HOOK: ContextVar[ProgressHook] = ContextVar("taxbreak_progress", default=None)

@@ -16,7 +16,7 @@ from taxbreak.cli.status import count_text
 from taxbreak.decompose import analyze
 from taxbreak.decompose.analysis import ANALYZE_STAGES
 from taxbreak.report.run import load_run
-from taxbreak.trace.progress import ProgressEvent
+from taxbreak.trace.progress import TABLES_STAGE, ProgressEvent
 from taxbreak.trace.words import plural
 
 from .traces import write_planted
@@ -32,12 +32,15 @@ def test_analyze_reports_every_stage_in_order_then_done(tmp_path, capsys, monkey
     assert [e.stage for e in stages] == [*ANALYZE_STAGES, "done"]
     assert [e.done for e in stages] == list(range(len(ANALYZE_STAGES) + 1))
     assert {e.total for e in stages} == {len(ANALYZE_STAGES)}
-    read = [e for e in events if e.unit == "bytes"]
+    read = [e for e in events if e.unit == "bytes" and e.stage == "reading trace"]
     size = trace.stat().st_size
-    assert read and all(e.stage == "reading trace" and e.total == size for e in read)
+    assert read and all(e.total == size for e in read)
     assert [e.done for e in read] == sorted(e.done for e in read) and read[-1].done == size
-    # the bytes come between "reading trace" and the next stage
-    assert events.index(read[0]) > events.index(stages[0]) and events.index(read[-1]) < events.index(stages[1])
+    # the bytes come between "reading trace" and the next stage, then the tables are built (bar full)
+    building = [e for e in events if e.stage == TABLES_STAGE]
+    assert building == [ProgressEvent(TABLES_STAGE, size, size, unit="bytes")]
+    assert events.index(read[0]) > events.index(stages[0])
+    assert events.index(read[-1]) < events.index(building[0]) < events.index(stages[1])
     assert capsys.readouterr() == ("", "")  # the library printed nothing
 
 
